@@ -1,0 +1,115 @@
+"""Exceptions raised by SEER runtimes.
+
+Every contract violation names the model, the entity, the event kind and the times
+involved, in the spirit of ROSS's "lookahead violation" message, so that the offending
+handler can be found from the message alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CausalityError",
+    "ContractError",
+    "HandlerError",
+    "IsolationError",
+    "LookaheadError",
+    "ModelError",
+    "NonFiniteTimeError",
+    "RuntimeStateError",
+    "SeerError",
+    "UnknownKindError",
+    "UnknownTargetError",
+]
+
+
+class SeerError(Exception):
+    """Base class of every error SEER raises on purpose."""
+
+
+class ModelError(SeerError, ValueError):
+    """A model definition or a runtime argument is invalid (raised before anything runs)."""
+
+
+class RuntimeStateError(SeerError, RuntimeError):
+    """The runtime was used out of order: step before reset, after close, or after a
+    failed step without a reset in between."""
+
+
+class ContractError(SeerError):
+    """A handler broke the event contract (DESIGN.md section 3).
+
+    Attributes: ``model`` (name), ``entity`` (the running entity), ``kind`` (name of the
+    kind of the event being handled), ``time`` (its timestamp), ``step`` (filled in by the
+    runtime when the error leaves ``step``), plus subclass-specific fields.
+    """
+
+    def __init__(self, message: str, *, model: str, entity: int, kind: str | None,
+                 time: float, **details: Any) -> None:
+        self.message = message
+        self.model = model
+        self.entity = entity
+        self.kind = kind
+        self.time = time
+        self.step: int | None = None
+        self.details = details
+        for key, value in details.items():
+            setattr(self, key, value)
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = f"model {self.model!r}"
+        if self.step is not None:
+            where += f", step {self.step}"
+        where += f", entity {self.entity}"
+        if self.kind is not None:
+            where += f", while handling a {self.kind!r} event at t={self.time!r}"
+        else:
+            where += f", at t={self.time!r}"
+        return f"{self.message} [{where}]"
+
+
+class CausalityError(ContractError):
+    """An emitted event would not come strictly after its parent in κ = (τ, seq) order:
+    a negative delay (an event into the past) or a zero-delay chain too deep to order."""
+
+
+class LookaheadError(ContractError):
+    """A cross-entity event was emitted with a delay below the model's lookahead."""
+
+
+class NonFiniteTimeError(ContractError):
+    """An emitted delay was NaN or infinite."""
+
+
+class UnknownTargetError(ContractError):
+    """An event was addressed to an entity id outside ``range(n_entities)``."""
+
+
+class UnknownKindError(ContractError):
+    """An event kind that the model does not declare."""
+
+
+class IsolationError(ContractError):
+    """A handler wrote to state rows of another entity (found in debug mode only)."""
+
+
+class HandlerError(SeerError):
+    """An exception escaped a handler; the step was aborted.
+
+    The original exception is ``__cause__``. ``step``, ``entity`` and ``event`` say where it
+    happened. The runtime must be ``reset`` before the next ``step``.
+    """
+
+    def __init__(self, *, model: str, step: int, entity: int, kind: str, event: Any,
+                 cause: BaseException) -> None:
+        self.model = model
+        self.step = step
+        self.entity = entity
+        self.kind = kind
+        self.event = event
+        super().__init__(
+            f"handler for {kind!r} raised {type(cause).__name__}: {cause} "
+            f"[model {model!r}, step {step}, entity {entity}, event {event!r}]"
+        )

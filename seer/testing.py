@@ -1,0 +1,350 @@
+"""The test kit every runtime's tests use.
+
+* :class:`RandomModel`: a randomised model that keeps the event contract and folds every
+  input (event time, kind, origin, payload, RNG draws, snapshot reads) into its state
+  non-commutatively, so any change in per-entity event order changes the result.
+* :func:`assert_equivalent`: run a runtime and the serial oracle side by side and demand
+  bit-identical state and outputs after every step.
+* :class:`BusyWork`: a handler-cost knob (numpy work of a calibrated number of µs).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from seer.errors import ModelError
+from seer.events import seq_origin
+from seer.model import Context, Model, StateArrays
+from seer.runtime import Runtime, StepResult
+from seer.serial import SerialRuntime
+
+__all__ = [
+    "BusyWork",
+    "RandomModel",
+    "assert_equivalent",
+    "assert_outputs_identical",
+    "assert_states_identical",
+    "busy_ns_per_element",
+]
+
+_MASK64 = (1 << 64) - 1
+_PRIME = 0x100000001B3  # FNV-1a 64-bit prime
+
+
+# -- handler cost knob ---------------------------------------------------------------------
+_calibration_lock = threading.Lock()
+_ns_per_element: float | None = None
+_local = threading.local()
+_SOURCE = np.linspace(0.0, 1.0, 1 << 20)
+
+
+def busy_ns_per_element() -> float:
+    """Measured cost of one element of the busy kernel (``np.sin``), in ns; measured once
+    per process (median of several runs on 64 Ki elements)."""
+    global _ns_per_element
+    with _calibration_lock:
+        if _ns_per_element is None:
+            n = 1 << 16
+            out = np.empty(n)
+            np.sin(_SOURCE[:n], out=out)  # warm-up
+            samples = []
+            for _ in range(9):
+                t = time.perf_counter_ns()
+                np.sin(_SOURCE[:n], out=out)
+                samples.append((time.perf_counter_ns() - t) / n)
+            _ns_per_element = max(sorted(samples)[len(samples) // 2], 1e-3)
+        return _ns_per_element
+
+
+class BusyWork:
+    """Calling the instance does about ``us`` microseconds of numpy work (``np.sin`` over a
+    calibrated number of elements into a per-thread buffer). ``us == 0`` does nothing.
+
+    The work does not touch model state, so it changes timing only, never results.
+    """
+
+    __slots__ = ("elements", "us")
+
+    def __init__(self, us: float) -> None:
+        if not (isinstance(us, (int, float)) and math.isfinite(us) and us >= 0):
+            raise ModelError(f"busy-work cost must be a finite number of µs >= 0, got {us!r}")
+        self.us = float(us)
+        self.elements = 0 if us == 0 else max(
+            1, min(len(_SOURCE), round(us * 1000.0 / busy_ns_per_element())))
+
+    def __call__(self) -> None:
+        n = self.elements
+        if n:
+            buf = getattr(_local, "buf", None)
+            if buf is None:
+                buf = _local.buf = np.empty(len(_SOURCE))
+            np.sin(_SOURCE[:n], out=buf[:n])
+
+
+# -- the random contract-keeping model -------------------------------------------------------
+class RandomModel(Model):
+    """A random model for equivalence tests; its *structure* is fixed by ``seed``.
+
+    Every event folds ``(τ, kind, origin of seq, payload, an RNG draw, a snapshot value)``
+    into the entity's 64-bit running hash ``h`` and into ``acc = acc * 0.75 + x`` (float,
+    order-sensitive), so any reordering of one entity's events changes its state.
+
+    Events carry a time-to-live; each event with ``ttl > 0`` emits up to ``fanout`` children
+    to itself (some with delay 0: same-time self-events), to a ring neighbour, to a random
+    active entity or to the hot entity 0 (heavy fan-in), with delays equal to the lookahead,
+    slightly above it, or spanning later steps. With ``lookahead == 0`` cross-entity events
+    may have delay 0 (same-timestamp rounds). A fraction of entities is ``silent``: never
+    acted on and never targeted, so they have no events at all.
+    """
+
+    kinds = ("act", "ping", "self", "burst")
+    action_kind = "act"
+
+    def __init__(self, n_entities: int, seed: int = 0, *, lookahead: float = 0.25,
+                 step_length: float = 1.0, fanout: int = 2, ttl: int = 3,
+                 p_zero_delay: float = 0.2, p_fan_in: float = 0.1,
+                 silent_fraction: float = 0.1, action_fraction: float = 0.8,
+                 cost_us: float = 0.0) -> None:
+        super().__init__(n_entities)
+        if not 0 <= fanout <= 8 or not 0 <= ttl <= 8:
+            raise ModelError(f"fanout and ttl must be in 0..8, got {fanout}, {ttl}")
+        for name, p in (("p_zero_delay", p_zero_delay), ("p_fan_in", p_fan_in),
+                        ("silent_fraction", silent_fraction),
+                        ("action_fraction", action_fraction)):
+            if not 0.0 <= p <= 1.0:
+                raise ModelError(f"{name} must be a probability in [0, 1], got {p!r}")
+        self.name = f"RandomModel(n={n_entities}, seed={seed}, L={lookahead})"
+        self.lookahead = lookahead
+        self.step_length = step_length
+        self.structure_seed = seed
+        self.fanout = fanout
+        self.ttl = ttl
+        self.p_zero_delay = p_zero_delay
+        self.p_fan_in = p_fan_in
+        self.busy = BusyWork(cost_us)
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5EE2]))
+        silent = rng.random(n_entities) < silent_fraction
+        silent[0] = False  # the fan-in target is always active
+        self.active = tuple(int(e) for e in np.flatnonzero(~silent))
+        self.silent = frozenset(int(e) for e in np.flatnonzero(silent))
+        self._actors = tuple(e for e in self.active if rng.random() < action_fraction)
+        # Each active entity sends to a fixed "neighbour": the next active entity.
+        nxt = {}
+        for i, e in enumerate(self.active):
+            nxt[e] = self.active[(i + 1) % len(self.active)]
+        self._neighbour = nxt
+        self._weight = tuple(float(w) for w in rng.uniform(0.5, 2.0, n_entities))
+
+    fields = {  # noqa: RUF012 - class-level declaration read by the runtime
+        "h": ((), np.uint64),
+        "acc": ((), np.float64),
+        "count": ((), np.int64),
+        "last_tau": ((), np.float64),
+        "vec": ((3,), np.float64),
+    }
+
+    # -- episode ------------------------------------------------------------------
+    def init_entity(self, ctx: Context) -> None:
+        e = ctx.id
+        ctx.row.h = (e * 0x9E3779B97F4A7C15) & _MASK64
+        ctx.row.vec = ctx.rng.normal(size=3)
+        ctx.row.last_tau = -1.0
+        if e in self.silent:
+            return
+        if ctx.rng.random() < 0.5:  # some entities start with a zero-delay initial event
+            ctx.emit(e, 0.0, "self", (self.ttl, float(e)))
+        if ctx.rng.random() < 0.3:
+            ctx.emit(self._neighbour[e], self.lookahead + self.step_length * 0.5, "ping",
+                     (1, e))
+
+    def sample_actions(self, step: int) -> dict[int, int]:
+        """Deterministic joint action for ``step``: actor entities get an int action."""
+        return {e: (step * 31 + e * 7) % 5 for e in self._actors if (step + e) % 4 != 3}
+
+    # -- handlers -------------------------------------------------------------------
+    def _fold(self, ctx: Context, event: Any, x: float) -> None:
+        row = ctx.row
+        if event.tau < float(row.last_tau):
+            raise AssertionError(f"entity {ctx.id} saw time go backwards: {event.tau} after "
+                                 f"{float(row.last_tau)}")
+        draw = ctx.rng.random()
+        other = (ctx.id * 7 + int(row.count)) % self.n_entities
+        seen = int(ctx.snapshot.h[other])
+        bits = struct.unpack("<Q", struct.pack("<d", event.tau + x + draw))[0]
+        h = int(row.h)
+        for word in (bits, event.kind, seq_origin(event.seq), seen):
+            h = ((h ^ word) * _PRIME) & _MASK64
+        row.h = h
+        row.acc = float(row.acc) * 0.75 + x * self._weight[ctx.id] + draw
+        row.count += 1
+        row.last_tau = event.tau
+        row.vec = np.roll(row.vec, 1) * 0.5 + x
+        self.busy()
+
+    def _children(self, ctx: Context, ttl: int, x: float) -> None:
+        if ttl <= 0:
+            return
+        rng = ctx.rng
+        e = ctx.id
+        L = self.lookahead
+        for _ in range(int(rng.integers(0, self.fanout + 1))):
+            r = rng.random()
+            value = x * 0.5 + r
+            if r < 0.35:  # self event: same time, or any small delay (no lookahead needed)
+                delay = 0.0 if rng.random() < self.p_zero_delay else float(rng.random()) * 0.3
+                ctx.emit(e, delay, "self", (ttl - 1, value))
+                continue
+            if r < 0.35 + self.p_fan_in:
+                target = 0
+            elif r < 0.75:
+                target = self._neighbour[e]
+            else:
+                target = self.active[int(rng.integers(len(self.active)))]
+            u = rng.random()
+            if L == 0.0 and u < 0.4:
+                delay = 0.0
+            elif u < 0.5:
+                delay = L
+            elif u < 0.9:
+                delay = L + float(rng.exponential(0.3))
+            else:
+                delay = L + self.step_length * float(rng.integers(1, 3))
+            kind = "ping" if rng.random() < 0.7 else "burst"
+            payload = (ttl - 1, value) if kind == "ping" else (ttl - 1, np.array([value, e]))
+            ctx.emit(target, delay, kind, payload)
+
+    def on_act(self, ctx: Context, event: Any) -> None:
+        x = float(event.payload)
+        self._fold(ctx, event, x)
+        self._children(ctx, self.ttl, x)
+
+    def on_ping(self, ctx: Context, event: Any) -> None:
+        ttl, x = event.payload
+        self._fold(ctx, event, float(x))
+        self._children(ctx, ttl, float(x))
+
+    def on_self(self, ctx: Context, event: Any) -> None:
+        ttl, x = event.payload
+        self._fold(ctx, event, float(x) + 0.25)
+        self._children(ctx, ttl, float(x))
+
+    def on_burst(self, ctx: Context, event: Any) -> None:
+        ttl, arr = event.payload
+        x = float(arr[0]) - float(arr[1]) * 1e-3
+        self._fold(ctx, event, x)
+        self._children(ctx, ttl, x)
+
+    # -- outputs --------------------------------------------------------------------
+    def outputs(self, entity: int, state: StateArrays,
+                start: StateArrays) -> tuple[Any, float, bool, bool, dict]:
+        obs = np.concatenate(([state.acc[entity], float(state.count[entity])],
+                              state.vec[entity]))
+        reward = float(state.acc[entity] - start.acc[entity])
+        return obs, reward, bool(state.count[entity] % 7 == 6), False, {
+            "h": int(state.h[entity])}
+
+
+# -- equivalence -------------------------------------------------------------------------
+def _float_bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """Bit-for-bit equality for the values models put in outputs."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and a.dtype == b.dtype and a.shape == b.shape
+                and a.tobytes() == b.tobytes())
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return _float_bits(a) == _float_bits(b)
+    if isinstance(a, np.generic):
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if isinstance(a, Mapping):
+        return a.keys() == b.keys() and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def assert_outputs_identical(expected: StepResult, actual: StepResult, where: str = "") -> None:
+    """Raise AssertionError naming the first output that differs (bit for bit)."""
+    if expected.step != actual.step or not _identical(expected.time, actual.time):
+        raise AssertionError(f"{where}step/time differ: {expected.step}@{expected.time} vs "
+                             f"{actual.step}@{actual.time}")
+    for name in ("rewards", "terminations", "truncations"):
+        if not _identical(getattr(expected, name), getattr(actual, name)):
+            e, a = getattr(expected, name), getattr(actual, name)
+            bad = np.flatnonzero(e.view(np.uint8).reshape(len(e), -1).tolist()
+                                 != a.view(np.uint8).reshape(len(a), -1).tolist()) \
+                if e.shape == a.shape else []
+            raise AssertionError(f"{where}{name} differ (first agents {list(bad[:5])}): "
+                                 f"{e[:8]} vs {a[:8]}")
+    for name in ("observations", "infos"):
+        e, a = getattr(expected, name), getattr(actual, name)
+        if len(e) != len(a):
+            raise AssertionError(f"{where}{name}: {len(e)} vs {len(a)} entries")
+        for i, (x, y) in enumerate(zip(e, a, strict=True)):
+            if not _identical(x, y):
+                raise AssertionError(f"{where}{name}[{i}] differs: {x!r} vs {y!r}")
+
+
+def assert_states_identical(expected: Runtime, actual: Runtime, where: str = "") -> None:
+    """Raise AssertionError naming the first field and entities whose bytes differ."""
+    for name in expected.state.names:
+        e, a = expected.state[name], actual.state[name]
+        if e.dtype != a.dtype or e.shape != a.shape:
+            raise AssertionError(f"{where}field {name!r}: {e.dtype}{e.shape} vs "
+                                 f"{a.dtype}{a.shape}")
+        eb = e.reshape(len(e), -1).view(np.uint8)
+        ab = a.reshape(len(a), -1).view(np.uint8)
+        if not np.array_equal(eb, ab):
+            bad = np.flatnonzero((eb != ab).any(axis=1))
+            i = int(bad[0])
+            raise AssertionError(f"{where}field {name!r} differs at entities "
+                                 f"{bad[:8].tolist()}: e.g. entity {i}: {e[i]!r} vs {a[i]!r}")
+
+
+def assert_equivalent(runtime_factory: Callable[[Model], Runtime], model: Model,
+                      seeds: Iterable[int], steps: int,
+                      actions: Callable[[int], Any] | None = None) -> None:
+    """Run ``runtime_factory(model)`` and :class:`SerialRuntime` on the same seeds and
+    actions; after reset and after every step, state and outputs must be identical bit for
+    bit, and so must the number of events run.
+
+    ``actions(step)`` gives the joint action of each step; by default the model's
+    ``sample_actions(step)`` when it has one, else None.
+    """
+    if actions is None:
+        sample = getattr(model, "sample_actions", None)
+        actions = sample if callable(sample) else (lambda step: None)
+    for seed in seeds:
+        reference = SerialRuntime(model)
+        candidate = runtime_factory(model)
+        try:
+            label = f"{type(candidate).__name__} vs serial, seed {seed}, "
+            out_ref = reference.reset(seed)
+            out_new = candidate.reset(seed)
+            assert_outputs_identical(out_ref, out_new, label + "after reset: ")
+            assert_states_identical(reference, candidate, label + "after reset: ")
+            for t in range(steps):
+                joint = actions(t)
+                out_ref = reference.step(joint)
+                out_new = candidate.step(joint)
+                where = f"{label}step {t}: "
+                assert_states_identical(reference, candidate, where)
+                assert_outputs_identical(out_ref, out_new, where)
+                if reference.events_run != candidate.events_run:
+                    raise AssertionError(f"{where}events run {reference.events_run} vs "
+                                         f"{candidate.events_run}")
+        finally:
+            reference.close()
+            candidate.close()

@@ -1,0 +1,64 @@
+"""Small models shared by the tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import seer
+
+
+class Recorder(seer.Model):
+    """Records the order in which events run, in a per-entity trace (state), via a
+    scripted list of emits per (entity, event value)."""
+
+    kinds = ("start", "hit")
+    action_kind = "start"
+    lookahead = 0.5
+    fields = {"trace": ((16,), np.float64), "n": ((), np.int64)}  # noqa: RUF012
+
+    def __init__(self, n: int = 4, script: dict | None = None, **attrs: Any) -> None:
+        super().__init__(n)
+        self.script = script or {}
+        for k, v in attrs.items():
+            setattr(self, k, v)
+
+    def _record(self, ctx: seer.Context, value: float) -> None:
+        i = int(ctx.row.n)
+        ctx.row.trace[i % 16] = value
+        ctx.row.n += 1
+
+    def on_start(self, ctx, event):
+        self._record(ctx, float(event.payload))
+        for target, delay, kind, payload in self.script.get((ctx.id, event.payload), ()):
+            ctx.emit(target, delay, kind, payload)
+
+    def on_hit(self, ctx, event):
+        self._record(ctx, float(event.payload))
+        for target, delay, kind, payload in self.script.get((ctx.id, event.payload), ()):
+            ctx.emit(target, delay, kind, payload)
+
+    def outputs(self, entity, state, start):
+        return state.trace[entity].copy(), float(state.n[entity]), False, False, {}
+
+
+class Empty(seer.Model):
+    """Every entity re-schedules itself every ``period``: measures pure runtime overhead."""
+
+    kinds = ("tick",)
+    fields = {"x": ((), np.int64)}  # noqa: RUF012
+    lookahead = 1.0
+
+    def __init__(self, n: int, per_step: int = 10) -> None:
+        super().__init__(n)
+        self.period = 1.0 / per_step
+
+    def init_entity(self, ctx):
+        ctx.emit(ctx.id, 0.0, "tick")
+
+    def on_tick(self, ctx, event):
+        ctx.emit(ctx.id, self.period, 0)
+
+    def outputs(self, entity, state, start):
+        return None, 0.0, False, False, {}

@@ -1,0 +1,1 @@
+"""Workload models (Aircraft UAV swarm, PCS cellular network) built on seer.Model."""
