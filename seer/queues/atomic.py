@@ -1,0 +1,324 @@
+"""Atomic int64 words over one shared buffer, done by the ``atomics`` package.
+
+An :class:`AtomicWords` is ``n`` int64 words in a single buffer: a numpy array for the
+in-process case, or a ``multiprocessing.shared_memory`` block so that several processes
+can work on the same words. Threads never read or write a word that another thread may
+change concurrently except through an *accessor*:
+
+* ``load(i)``, ``store(i, v)``, ``exchange(i, v) -> old``,
+  ``compare_exchange(i, expected, desired) -> observed`` (success iff
+  ``observed == expected``), ``fetch_add(i, delta) -> old``.
+
+Two accessor paths give the same results (tested against each other):
+
+* **public**: ``atomics.atomicview`` views, one cached per word per accessor. About 4-8 µs
+  per operation: the library re-validates and dispatches on every call.
+* **fast**: the patomic function pointers that ``atomics`` itself loads
+  (``atomics._impl.patomic.Patomic.ops(8)``), called directly (through cffi) with the word's
+  address and pointers to per-accessor scratch values. About 0.5 µs per operation. It relies on
+  ``atomics==1.0.3`` internals, which is why that version is pinned; it is self-tested once
+  at import and abandoned (with a :class:`RuntimeWarning`) if anything disagrees.
+  ``SEER_ATOMICS=public`` forces the public path.
+
+Memory orders (fast path): loads use *acquire*, stores *release*, read-modify-writes
+*acq_rel* (failure order *acquire* for compare-exchange). That is exactly what publication
+needs: a producer fills plain (non-atomic) record fields, then publishes the record's handle
+with a release RMW; a consumer that acquires the handle sees the fields. Nothing here needs
+sequential consistency (no algorithm reads two different words and relies on a single total
+order of their writes). The public path is always seq_cst, which is stronger.
+
+Accessors hold scratch values and cached views, so each thread must make its own
+(``words.accessor()``): no Python object is shared by threads on the hot path, which is what
+free-threaded CPython needs to scale (shared objects mean contended reference counts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import threading
+import warnings
+from multiprocessing import shared_memory
+from typing import Protocol
+
+import numpy as np
+
+__all__ = [
+    "AtomicWords",
+    "FastAccessor",
+    "PublicAccessor",
+    "WordAccessor",
+    "fast_path_available",
+    "selected_path",
+]
+
+# patomic's memory-order enum (atomics._impl.enums.MemoryOrder); C11 values.
+RELAXED, ACQUIRE, RELEASE, ACQ_REL, SEQ_CST = 0, 2, 3, 4, 5
+
+
+class WordAccessor(Protocol):
+    """Per-thread access to the words of one :class:`AtomicWords`."""
+
+    path: str
+
+    def load(self, i: int) -> int: ...
+    def store(self, i: int, value: int) -> None: ...
+    def exchange(self, i: int, value: int) -> int: ...
+    def compare_exchange(self, i: int, expected: int, desired: int) -> int: ...
+    def fetch_add(self, i: int, delta: int) -> int: ...
+
+
+class AtomicWords:
+    """``n`` int64 words in one 8-byte-aligned buffer.
+
+    ``buffer`` may be any writable buffer (for example ``SharedMemory.buf``) of at least
+    ``offset + 8 * n`` bytes; by default a zero-filled numpy buffer is allocated.
+    ``array`` is a numpy view of the words, for initialisation before threads start and for
+    inspection after they stop; concurrent code must use an accessor.
+    """
+
+    def __init__(self, n: int, *, buffer: object | None = None, offset: int = 0) -> None:
+        if n < 1:
+            raise ValueError(f"AtomicWords needs at least one word, got n={n}")
+        if buffer is None:
+            self.array = np.zeros(n, np.int64)
+        else:
+            self.array = np.ndarray((n,), np.int64, buffer=buffer, offset=offset)
+        self.n = n
+        self.address = self.array.ctypes.data
+        if self.address % 8:
+            raise ValueError(f"AtomicWords buffer at offset {offset} is not 8-byte aligned")
+
+    @classmethod
+    def shared(cls, n: int, name: str | None = None) -> tuple[AtomicWords,
+                                                              shared_memory.SharedMemory]:
+        """Words in a new (``name=None``) or existing ``multiprocessing.shared_memory``
+        block. The caller owns the returned block: close it (and unlink it, if created)."""
+        if name is None:
+            shm = shared_memory.SharedMemory(create=True, size=8 * n)
+            np.ndarray((n,), np.int64, buffer=shm.buf)[:] = 0
+        else:
+            # track=False: an attaching process must not unlink the block when it exits.
+            shm = shared_memory.SharedMemory(name=name, track=False)
+        return cls(n, buffer=shm.buf), shm
+
+    def accessor(self, path: str | None = None) -> WordAccessor:
+        """A new accessor for the calling thread; ``path`` is "fast" or "public", default
+        :func:`selected_path`."""
+        path = path or selected_path()
+        if path == "fast":
+            if not fast_path_available():
+                raise RuntimeError("the atomics fast path is not available here: "
+                                   f"{_fast_status[1]}")
+            return FastAccessor(self)
+        if path == "public":
+            return PublicAccessor(self)
+        raise ValueError(f"unknown atomics path {path!r}; use 'fast' or 'public'")
+
+    def release(self) -> None:
+        """Drop this object's views of the buffer (needed before ``SharedMemory.close``)."""
+        self.array = None  # type: ignore[assignment]
+
+
+class FastAccessor:
+    """Direct calls of patomic's 8-byte explicit ops (see the module docstring).
+
+    The function pointers come from the op table that ``atomics`` loads with ctypes; they are
+    called through cffi (declared with ``intptr_t`` arguments, which the C ABI passes exactly
+    like pointers), because a cffi call with plain int arguments costs about half of a
+    ctypes call. Values travel through ``scratch``, a per-accessor ``int64_t[4]``:
+    ``[0]`` argument/expected, ``[1]`` desired, ``[2]`` result.
+
+    Structures on the hot path may call ``fn_*`` with ``base + 8 * i`` and ``scratch_addr``
+    themselves, inline, to save a method call; they must keep to the same conventions.
+    """
+
+    __slots__ = ("_words", "base", "fn_cas", "fn_exchange", "fn_fetch_add", "fn_load",
+                 "fn_store", "path", "scratch", "scratch_addr")
+
+    def __init__(self, words: AtomicWords) -> None:
+        ffi, table = _fast_table()
+        self.path = "fast"
+        self._words = words  # keeps the buffer alive
+        self.base = words.address
+        self.fn_load, self.fn_store, self.fn_exchange, self.fn_cas, self.fn_fetch_add = table
+        self.scratch = ffi.new("int64_t[4]")
+        self.scratch_addr = int(ffi.cast("intptr_t", self.scratch))
+
+    def load(self, i: int) -> int:
+        self.fn_load(self.base + 8 * i, ACQUIRE, self.scratch_addr + 16)
+        return self.scratch[2]
+
+    def store(self, i: int, value: int) -> None:
+        self.scratch[0] = value
+        self.fn_store(self.base + 8 * i, self.scratch_addr, RELEASE)
+
+    def exchange(self, i: int, value: int) -> int:
+        s = self.scratch
+        s[0] = value
+        self.fn_exchange(self.base + 8 * i, self.scratch_addr, ACQ_REL, self.scratch_addr + 16)
+        return s[2]
+
+    def compare_exchange(self, i: int, expected: int, desired: int) -> int:
+        s = self.scratch
+        s[0] = expected
+        s[1] = desired
+        a = self.scratch_addr
+        if self.fn_cas(self.base + 8 * i, a, a + 8, ACQ_REL, ACQUIRE):
+            return expected
+        return s[0]  # patomic wrote the observed value into `expected`
+
+    def fetch_add(self, i: int, delta: int) -> int:
+        s = self.scratch
+        s[0] = delta
+        self.fn_fetch_add(self.base + 8 * i, self.scratch_addr, ACQ_REL, self.scratch_addr + 16)
+        return s[2]
+
+
+_table_lock = threading.Lock()
+_table: list = []
+
+
+def _fast_table() -> tuple:
+    """``(ffi, (load, store, exchange, cmpxchg_strong, fetch_add))`` as cffi function
+    pointers, made once per process from ``atomics``' own op table. The cffi function
+    objects are immutable and safe to call from any thread."""
+    with _table_lock:
+        if not _table:
+            import cffi
+            from atomics._impl.patomic import Patomic
+
+            ops = Patomic.ops(8)
+            ffi = cffi.FFI()
+
+            def fn(pointer: object, signature: str) -> object:
+                address = ctypes.cast(pointer, ctypes.c_void_p).value
+                if not address:
+                    raise RuntimeError(f"patomic provides no {signature} for 8-byte words")
+                return ffi.cast(signature, address)
+
+            _table.append((ffi, (
+                fn(ops.fp_load, "void(*)(intptr_t, int, intptr_t)"),
+                fn(ops.fp_store, "void(*)(intptr_t, intptr_t, int)"),
+                fn(ops.xchg_ops.fp_exchange, "void(*)(intptr_t, intptr_t, int, intptr_t)"),
+                fn(ops.xchg_ops.fp_cmpxchg_strong,
+                   "int(*)(intptr_t, intptr_t, intptr_t, int, int)"),
+                fn(ops.signed_ops.fp_fetch_add, "void(*)(intptr_t, intptr_t, int, intptr_t)"),
+            )))
+        return _table[0]
+
+
+class PublicAccessor:
+    """The documented ``atomics.atomicview`` API, one view per word (cached)."""
+
+    __slots__ = ("_contexts", "_mv", "_views", "_words", "path")
+
+    def __init__(self, words: AtomicWords) -> None:
+        self.path = "public"
+        self._words = words
+        self._mv = memoryview(words.array).cast("B")
+        self._views: dict[int, object] = {}
+        self._contexts: list[object] = []
+
+    def _view(self, i: int):
+        view = self._views.get(i)
+        if view is None:
+            import atomics
+
+            if not 0 <= i < self._words.n:
+                raise IndexError(f"atomic word {i} out of range({self._words.n})")
+            ctx = atomics.atomicview(buffer=self._mv[8 * i: 8 * i + 8], atype=atomics.INT)
+            view = ctx.__enter__()
+            self._contexts.append(ctx)
+            self._views[i] = view
+        return view
+
+    def load(self, i: int) -> int:
+        return self._view(i).load()
+
+    def store(self, i: int, value: int) -> None:
+        self._view(i).store(value)
+
+    def exchange(self, i: int, value: int) -> int:
+        return self._view(i).exchange(value)
+
+    def compare_exchange(self, i: int, expected: int, desired: int) -> int:
+        result = self._view(i).cmpxchg_strong(expected, desired)
+        return expected if result.success else result.expected
+
+    def fetch_add(self, i: int, delta: int) -> int:
+        return self._view(i).fetch_add(delta)
+
+    def close(self) -> None:
+        """Release the cached views (and with them the buffer exports). Idempotent."""
+        for ctx in self._contexts:
+            ctx.__exit__(None, None, None)
+        self._contexts.clear()
+        self._views.clear()
+        self._mv.release()
+
+    def __del__(self) -> None:
+        # atomics' view contexts refuse to be collected while open.
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+# -- fast path self-test --------------------------------------------------------------------
+_fast_status: list = [None, ""]  # [available: bool | None, reason]
+_status_lock = threading.Lock()
+
+
+def _self_test() -> tuple[bool, str]:
+    try:
+        words = AtomicWords(4)
+        fast = FastAccessor(words)
+        fast.store(0, 41)
+        checks = [
+            fast.load(0) == 41,
+            fast.fetch_add(0, 1) == 41,
+            fast.exchange(0, -7) == 42,
+            fast.compare_exchange(0, 5, 9) == -7,  # fails, reports what it saw
+            fast.compare_exchange(0, -7, 2**62) == -7,
+            fast.load(0) == 2**62,
+            fast.fetch_add(1, -3) == 0,
+            int(words.array[1]) == -3,
+            int(words.array[2]) == 0,  # neighbouring words untouched
+        ]
+        public = PublicAccessor(words)
+        checks.append(public.load(0) == 2**62 and public.fetch_add(1, 3) == -3)
+        public.close()
+        if not all(checks):
+            return False, f"patomic op-table results disagree with expectations: {checks}"
+        return True, "ok"
+    except Exception as exc:  # any failure means: do not trust the fast path
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def fast_path_available() -> bool:
+    """True when the op-table fast path passed its self-test in this process."""
+    with _status_lock:
+        if _fast_status[0] is None:
+            ok, reason = _self_test()
+            _fast_status[0], _fast_status[1] = ok, reason
+            if not ok:
+                warnings.warn(f"seer.queues: the atomics fast path failed its self-test "
+                              f"({reason}); using the public atomics API (4-8x slower)",
+                              RuntimeWarning, stacklevel=2)
+        return bool(_fast_status[0])
+
+
+def selected_path() -> str:
+    """The default path: ``SEER_ATOMICS`` ("fast" or "public") if set, else "fast" when
+    available, else "public"."""
+    forced = os.environ.get("SEER_ATOMICS", "").strip().lower()
+    if forced == "public":
+        return "public"
+    if forced not in ("", "fast"):
+        raise ValueError(f"SEER_ATOMICS={forced!r}: use 'fast' or 'public'")
+    return "fast" if fast_path_available() else "public"
+
+
+# Self-test at import, in the importing thread: it also makes atomics load its library here
+# (its lazy ctypes set-up is not safe to race from several threads).
+fast_path_available()
