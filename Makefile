@@ -15,7 +15,9 @@ test: bootstrap
 	@echo "[test] pytest"
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "[test] pytest collected no tests (exit 5): that is a failure"; fi; \
-	exit $$rc
+	[ $$rc -eq 0 ] || exit $$rc
+	@echo "[test] queue tests again, each run on 2 threads at once (pytest-run-parallel)"
+	@$(PY) -m pytest -q tests/queues --parallel-threads=2
 
 lint: bootstrap
 	@$(PY) -m ruff check .

@@ -1,0 +1,1 @@
+"""Benchmarks (pyperf). Run a file with ``python -m bench.<name> --help``."""
