@@ -4,7 +4,7 @@ a free-threaded CPython, with results bit-identical to serial stepping.
 Quick use::
 
     import seer
-    rt = seer.SerialRuntime(MyModel(n_entities=100))
+    rt = seer.make_runtime(MyModel(n_entities=100), "seer", threads=2)
     out = rt.reset(seed=0)
     out = rt.step(actions)
 """
@@ -26,6 +26,13 @@ from seer.events import Event
 from seer.model import Context, Model, StateArrays
 from seer.platform import GILWarning, cpu_count, free_threaded_build, gil_disabled
 from seer.runtime import Runtime, StepResult
+from seer.sched import (
+    ExecutorRuntime,
+    GlobalQueueRuntime,
+    SeerRuntime,
+    StaticRuntime,
+    make_runtime,
+)
 from seer.serial import SerialRuntime
 
 __version__ = "0.1.0"
@@ -35,7 +42,9 @@ __all__ = [
     "Context",
     "ContractError",
     "Event",
+    "ExecutorRuntime",
     "GILWarning",
+    "GlobalQueueRuntime",
     "HandlerError",
     "IsolationError",
     "LookaheadError",
@@ -45,8 +54,10 @@ __all__ = [
     "Runtime",
     "RuntimeStateError",
     "SeerError",
+    "SeerRuntime",
     "SerialRuntime",
     "StateArrays",
+    "StaticRuntime",
     "StepResult",
     "UnknownKindError",
     "UnknownTargetError",
@@ -54,4 +65,5 @@ __all__ = [
     "cpu_count",
     "free_threaded_build",
     "gil_disabled",
+    "make_runtime",
 ]

@@ -39,6 +39,7 @@ import ctypes
 import os
 import threading
 import warnings
+import weakref
 from multiprocessing import shared_memory
 from typing import Protocol
 
@@ -212,7 +213,7 @@ def _fast_table() -> tuple:
 class PublicAccessor:
     """The documented ``atomics.atomicview`` API, one view per word (cached)."""
 
-    __slots__ = ("_contexts", "_mv", "_views", "_words", "path")
+    __slots__ = ("__weakref__", "_close", "_contexts", "_mv", "_views", "_words", "path")
 
     def __init__(self, words: AtomicWords) -> None:
         self.path = "public"
@@ -220,6 +221,11 @@ class PublicAccessor:
         self._mv = memoryview(words.array).cast("B")
         self._views: dict[int, object] = {}
         self._contexts: list[object] = []
+        # A finaliser, not __del__: the garbage collector runs weakref callbacks before any
+        # __del__, so the views are closed before atomics' own contexts are collected
+        # (which refuse to be collected while open).
+        self._close = weakref.finalize(self, _close_views, self._contexts, self._views,
+                                       self._mv)
 
     def _view(self, i: int):
         view = self._views.get(i)
@@ -252,16 +258,16 @@ class PublicAccessor:
 
     def close(self) -> None:
         """Release the cached views (and with them the buffer exports). Idempotent."""
-        for ctx in self._contexts:
-            ctx.__exit__(None, None, None)
-        self._contexts.clear()
-        self._views.clear()
-        self._mv.release()
+        self._close()
 
-    def __del__(self) -> None:
-        # atomics' view contexts refuse to be collected while open.
+
+def _close_views(contexts: list, views: dict, mv: memoryview) -> None:
+    for ctx in contexts:
         with contextlib.suppress(Exception):
-            self.close()
+            ctx.__exit__(None, None, None)
+    contexts.clear()
+    views.clear()
+    mv.release()
 
 
 # -- fast path self-test --------------------------------------------------------------------

@@ -22,3 +22,15 @@ def test_queue_benchmarks_run(tmp_path):
                      "leq-merge+pop", "pel-claim-x2", "simplequeue-put+get",
                      "deque-append+popleft"):
         assert expected in names
+
+
+def test_runtime_benchmarks_run(tmp_path):
+    out = tmp_path / "result.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.bench_runtimes", "--debug-single-value",
+                           "--quiet", "--entities", "60", "--costs", "0", "5", "-o", str(out)],
+                          cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
+    data = json.loads(out.read_text())
+    names = {b["metadata"]["name"] for b in data["benchmarks"]}
+    assert len(names) == 12
+    assert "step-n60-cost5us-seer(2)" in names and "step-n60-cost0us-executor(2)" in names
+    assert "throughput relative to serial" in proc.stdout

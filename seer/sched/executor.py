@@ -1,0 +1,109 @@
+"""The ``executor`` peer: what a user would write first.
+
+Same windows and calendar; each window maps a function over chunks of the ready entities
+with a ``concurrent.futures.ThreadPoolExecutor``. Cross-entity events go into a per-entity
+``collections.deque`` (appends are thread-safe), which the entity's runner drains into the
+entity's heap when it next runs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor, wait
+
+from seer.events import Event
+from seer.model import Model
+from seer.sched.windows import WindowedRuntime
+
+__all__ = ["ExecutorRuntime"]
+
+_heappush = heapq.heappush
+
+
+class _Runner:
+    """Runs one chunk of entities on whichever executor thread picked it up."""
+
+    __slots__ = ("cal", "cur", "heap", "inboxes", "push")
+
+    def __init__(self, inboxes: list[deque]) -> None:
+        self.inboxes = inboxes
+        self.cal: list[tuple[float, int, int]] = []
+        self.cur = -1
+        self.heap: list[Event] = []
+        self.push = self._push
+
+    def _push(self, ev: Event) -> None:
+        if ev[2] == self.cur:
+            _heappush(self.heap, ev)
+        else:
+            self.inboxes[ev[2]].append(ev)
+            self.cal.append((ev[0], ev[1], ev[2]))
+
+
+class ExecutorRuntime(WindowedRuntime):
+    """ThreadPoolExecutor.map over ready entities, per window."""
+
+    kind = "executor"
+
+    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False) -> None:
+        super().__init__(model, threads=threads, debug=debug)
+        self._inboxes: list[deque] = [deque() for _ in range(self.spec.n_entities)]
+        self._executor = ThreadPoolExecutor(max_workers=threads,
+                                            thread_name_prefix=f"seer-executor-{model.name}")
+        self._bound: tuple[float, int] = (0.0, -1)
+        self._abort = False
+
+    def _abort_window(self) -> None:
+        self._abort = True
+
+    def _clear_events(self) -> None:
+        super()._clear_events()
+        for inbox in getattr(self, "_inboxes", ()):
+            inbox.clear()
+
+    @property
+    def pending(self) -> int:
+        return super().pending + sum(len(q) for q in self._inboxes)
+
+    def _run_chunk(self, chunk: list[int]) -> tuple[int, list]:
+        runner = _Runner(self._inboxes)
+        heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
+        n = 0
+        for e in chunk:
+            if self._abort:
+                break
+            heap = heaps[e]
+            inbox = inboxes[e]
+            while inbox:
+                _heappush(heap, inbox.popleft())
+            runner.cur, runner.heap = e, heap
+            n += self._run_entity(e, bound, runner.push, runner.cal)
+        return n, runner.cal
+
+    def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
+        self._bound = bound
+        self._abort = False
+        size = max(1, -(-len(ready) // (4 * self._threads)))
+        chunks = [ready[i:i + size] for i in range(0, len(ready), size)]
+        futures = [self._executor.submit(self._run_chunk, c) for c in chunks]
+        try:
+            wait(futures)
+        except BaseException:  # e.g. KeyboardInterrupt: leave no chunk running
+            for f in futures:
+                f.cancel()
+            wait(futures)
+            raise
+        for f in futures:
+            exc = f.exception()
+            if exc is not None:
+                self._raise_failure(exc)
+        calendar = self._calendar
+        for n, cal in (f.result() for f in futures):
+            self.events_run += n
+            for entry in cal:
+                _heappush(calendar, entry)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        super().close()

@@ -1,0 +1,250 @@
+"""A pool of persistent worker threads that run one task at a time, all together.
+
+The runtime calls :meth:`WorkerPool.run` once per window (and once for the outputs): every
+worker runs ``task(index)`` and so does the caller (index 0), then ``run`` returns when all
+are done. Between tasks the workers park on a condition variable.
+
+Protocol (shared fields are written under ``_cond``'s lock; some reads are not):
+
+* ``_published = (generation, task)`` is replaced, as one object, for every task. A worker
+  runs a task when the generation moves past the one it last ran, so no worker runs a task
+  twice. A wake-up cannot be lost: the caller changes ``_published`` and notifies under the
+  lock, and a worker re-checks it under the lock before it waits.
+* ``_pending`` counts workers that have not finished the current task; the last one to
+  finish notifies the caller.
+* Before parking, a worker spins for ``spin_us`` re-reading ``_published`` *without* the
+  lock, and when it sees a new task it starts it without taking the lock either: taking a
+  lock that the caller holds for a moment would park the worker in the lock's slow path and
+  cost a futex wake-up (tens of µs) per window. The caller likewise spins on ``_pending``
+  before it waits. Spinning is disabled when there are more threads than cores, where it
+  would steal the core the others need.
+
+Workers are daemon threads, joined by :meth:`close` (also called by ``with``, by the
+runtime's finaliser and at interpreter exit), so no thread outlives its pool.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+from seer.platform import cpu_count
+
+__all__ = ["WorkerPool", "WorkerStats"]
+
+
+@dataclass(slots=True)
+class WorkerStats:
+    """Per-thread counters since the last :meth:`WorkerPool.reset_stats` (read by STPA).
+
+    ``events``, ``entities`` and ``cas_retries`` are filled in by the runtime;
+    ``busy_s``/``idle_s`` are wall time inside / waiting between tasks; ``cpu_s`` is the
+    thread's CPU time inside tasks; ``tasks`` counts tasks run."""
+
+    events: int = 0
+    entities: int = 0
+    cas_retries: int = 0
+    tasks: int = 0
+    busy_s: float = 0.0
+    idle_s: float = 0.0
+    cpu_s: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_live_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all_pools() -> None:
+    for pool in list(_live_pools):
+        pool.close()
+
+
+class WorkerPool:
+    """``threads - 1`` persistent workers plus the calling thread."""
+
+    def __init__(self, threads: int, *, name: str = "seer", spin_us: float = 50.0) -> None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+        self.name = name
+        self._spin_us = spin_us
+        self._cond = threading.Condition(threading.Lock())
+        self._published: tuple[int, Callable[[int], None] | None] = (0, None)
+        self._pending = 0
+        self._errors: list[tuple[int, BaseException]] = []
+        self._threads: list[threading.Thread] = []
+        self._size = 1
+        self._closed = False
+        self._spin = 0
+        self.stats: list[WorkerStats] = [WorkerStats()]
+        _live_pools.add(self)
+        self.resize(threads)
+
+    @property
+    def threads(self) -> int:
+        return self._size
+
+    def _update_spin(self) -> None:
+        self._spin = int(self._spin_us * 1000) if self._size <= cpu_count() else 0
+
+    def _publish(self, task: Callable[[int], None] | None) -> None:
+        """Hand ``task`` to every worker (call with the lock held)."""
+        self._published = (self._published[0] + 1, task)
+        self._cond.notify_all()
+
+    def resize(self, threads: int) -> None:
+        """Change the number of threads (only between tasks)."""
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+        if self._closed:
+            raise RuntimeError(f"pool {self.name!r} is closed")
+        if threads < self._size:
+            with self._cond:
+                self._size = threads  # workers with index >= size exit when woken
+                self._publish(None)
+            for t in self._threads[threads - 1:]:
+                t.join()
+            del self._threads[threads - 1:]
+            del self.stats[threads:]
+        while self._size < threads:
+            index = self._size
+            self.stats.append(WorkerStats())
+            t = threading.Thread(target=self._worker, args=(index, self._published[0]),
+                                 name=f"{self.name}-worker-{index}", daemon=True)
+            self._threads.append(t)
+            self._size += 1
+            t.start()
+        self._update_spin()
+
+    def reset_stats(self) -> None:
+        for s in self.stats:
+            for f in fields(s):
+                setattr(s, f.name, type(getattr(s, f.name))())
+
+    def _worker(self, index: int, seen: int) -> None:
+        cond = self._cond
+        stats = self.stats[index]
+        while True:
+            t_idle = time.perf_counter()
+            spin_until = time.perf_counter_ns() + self._spin
+            published = self._published
+            while published[0] == seen and time.perf_counter_ns() < spin_until:
+                published = self._published
+            if published[0] == seen:
+                with cond:
+                    while self._published[0] == seen:
+                        cond.wait()
+                    published = self._published
+            seen, task = published
+            if index >= self._size or self._closed:
+                return
+            t0 = time.perf_counter()
+            c0 = time.thread_time()
+            stats.idle_s += t0 - t_idle
+            try:
+                if task is not None:
+                    task(index)
+            except BaseException as exc:
+                with cond:
+                    self._errors.append((index, exc))
+            finally:
+                stats.cpu_s += time.thread_time() - c0
+                stats.busy_s += time.perf_counter() - t0
+                stats.tasks += 1
+                with cond:
+                    self._pending -= 1
+                    if self._pending == 0:
+                        cond.notify_all()
+
+    def run(self, task: Callable[[int], None],
+            abort: Callable[[], None] | None = None) -> None:
+        """Run ``task(i)`` on every thread ``i`` (the caller is 0) and wait for all.
+
+        If any call raised, the first exception (the caller's, else the lowest-index
+        worker's) is re-raised here after every worker has finished. If the caller's part
+        raises or is interrupted (KeyboardInterrupt), ``abort()`` is called so that the
+        workers can stop early, and ``run`` still waits for them before propagating: no
+        worker is left running a task."""
+        if self._closed:
+            raise RuntimeError(f"pool {self.name!r} is closed")
+        cond = self._cond
+        stats = self.stats[0]
+        t0 = time.perf_counter()
+        c0 = time.thread_time()
+        generation = self._published[0] + 1
+        try:
+            with cond:
+                self._errors.clear()
+                self._pending = self._size - 1
+                self._publish(task)  # makes `generation` current
+            try:
+                task(0)
+            except BaseException:
+                if abort is not None:
+                    abort()
+                raise
+        finally:
+            t1 = time.perf_counter()
+            self._wait_all(generation, abort)
+            stats.cpu_s += time.thread_time() - c0
+            stats.busy_s += t1 - t0
+            stats.idle_s += time.perf_counter() - t1
+            stats.tasks += 1
+            self._published = (self._published[0], None)  # drop the task's references
+        if self._errors:
+            raise min(self._errors, key=lambda item: item[0])[1]
+
+    def _wait_all(self, generation: int, abort: Callable[[], None] | None) -> None:
+        """Return only when no worker is inside task ``generation``, even if interrupted
+        meanwhile (the interrupt is re-raised afterwards). If the caller was interrupted
+        before it published the task, there is nothing to wait for."""
+        cond = self._cond
+        interrupted: BaseException | None = None
+        spin_until = time.perf_counter_ns() + self._spin
+        while True:
+            try:
+                while self._pending and time.perf_counter_ns() < spin_until:
+                    pass
+                with cond:
+                    while self._pending and self._published[0] == generation:
+                        # Re-notify on every timeout: an interrupt between publishing and
+                        # notifying must not leave a parked worker unaware of the task.
+                        cond.notify_all()
+                        cond.wait(0.05)
+                break
+            except KeyboardInterrupt as exc:  # keep waiting: workers must not be left running
+                interrupted = exc
+                spin_until = 0
+                if abort is not None:
+                    abort()
+        if interrupted is not None:
+            raise interrupted
+
+    @property
+    def busy(self) -> int:
+        """Workers still inside a task (0 whenever ``run`` has returned)."""
+        return self._pending
+
+    def close(self) -> None:
+        """Stop and join every worker. Idempotent; safe at interpreter exit."""
+        if self._closed:
+            return
+        with self._cond:
+            self._closed = True
+            self._publish(None)
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join()
+        self._threads.clear()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,240 @@
+"""The SEER runtime: dynamic parallel scheduling over the dual-layer queue.
+
+Per window (see :mod:`seer.sched.windows`): the coordinator (the caller's thread) publishes
+the ready entities to the PEL and wakes the pool; every thread — the caller included —
+claims guided chunks of ready entities with one ``fetch_add`` each; for each claimed entity
+it merges the entity's LEQ intake into the entity's private heap and runs its events
+``< B`` in κ order. Self-events go straight into the private heap (no atomics); events for
+other entities are written into an arena record from the worker's slab and pushed to the
+target's intake with one CAS. After the barrier, the coordinator adds the workers'
+calendar entries and computes the next window.
+
+A window with a single ready entity runs inline on the caller (no wake-up to pay for).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import numpy as np
+
+from seer.events import Event
+from seer.model import Model
+from seer.queues import (
+    BufferLayout,
+    EventArena,
+    LeqWorker,
+    LocalEventQueues,
+    ParallelExecutiveList,
+)
+from seer.queues.pel import PelClaimer
+from seer.runtime import StepResult
+from seer.sched.pool import WorkerPool, WorkerStats
+from seer.sched.windows import WindowedRuntime
+
+__all__ = ["SeerRuntime"]
+
+_heappush = heapq.heappush
+
+
+class _Worker:
+    """Thread ``index``'s private state: its LEQ handle (slab + atomics accessor), its PEL
+    claimer, the calendar entries it produced this window, and the entity it runs."""
+
+    __slots__ = ("cal", "claimer", "cur", "cur_heap", "events", "index", "leq", "push", "slab",
+                 "stats")
+
+    def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer,
+                 stats: WorkerStats) -> None:
+        self.index = index
+        self.leq = leq
+        self.slab = leq.slab
+        self.claimer = claimer
+        self.stats = stats
+        self.cal: list[tuple[float, int, int]] = []
+        self.cur = -1
+        self.cur_heap: list[Event] = []
+        self.events = 0  # events run since the coordinator last collected
+        self.push = self._push  # one bound method, made once, handed to contexts
+
+    def _push(self, ev: Event) -> None:
+        target = ev[2]
+        if target == self.cur:
+            _heappush(self.cur_heap, ev)
+            return
+        slab = self.slab
+        h = slab.alloc()
+        slab.write(h, ev[0], ev[1], target, ev[3], ev[4])
+        self.leq.push(target, h)
+        self.cal.append((ev[0], ev[1], target))
+
+
+class SeerRuntime(WindowedRuntime):
+    """SEER (DPSA): work-sharing windows on ``threads`` OS threads (the caller is one).
+
+    ``arena_capacity``: event records for cross-entity events in flight (default
+    ``max(8192, 8 * n_entities)`` plus slab slack). ``atomics_path``: "fast" or "public"
+    (default: :func:`seer.queues.selected_path`). ``spin_us``: how long idle workers spin
+    before parking.
+    """
+
+    kind = "seer"
+
+    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
+                 arena_capacity: int | None = None, atomics_path: str | None = None,
+                 spin_us: float = 50.0) -> None:
+        super().__init__(model, threads=threads, debug=debug)
+        n = self.spec.n_entities
+        batch = 64
+        capacity = (arena_capacity or max(8192, 8 * n)) + 2 * batch * threads
+        layout = BufferLayout()
+        arena_regions = EventArena.plan(layout, capacity)
+        heads = LocalEventQueues.plan(layout, n)
+        pel_regions = ParallelExecutiveList.plan(layout, n)
+        self._buffer = layout.allocate()
+        self._arena = EventArena(capacity, self._buffer, arena_regions, n_slabs=threads,
+                                 batch=batch)
+        self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads)
+        self._leqs.heaps = self._heaps  # the LEQs' private layer is the runtime's heaps
+        self._pel = ParallelExecutiveList(n, self._buffer, pel_regions)
+        self._atomics_path = atomics_path
+        self._pool = WorkerPool(threads, name=f"seer-{self.spec.name}", spin_us=spin_us)
+        self._workers: list[_Worker] = []
+        self._bound: tuple[float, int] = (0.0, -1)
+        self._abort = False
+        self._make_workers()
+
+    # -- set-up ---------------------------------------------------------------------------
+    def _make_workers(self) -> None:
+        """Fresh slabs and accessors for every thread (after construction and reset).
+
+        Each worker's objects are created on the coordinator but then used by one thread
+        only; none is shared on the hot path."""
+        threads = self._pool.threads
+        self._workers = [
+            _Worker(i, self._leqs.worker(self._arena.slab(i), self._atomics_path),
+                    self._pel.claimer(threads), self._pool.stats[i])
+            for i in range(threads)
+        ]
+
+    def _clear_events(self) -> None:
+        super()._clear_events()
+        self._leqs.reset()  # intakes empty, all arena records back in the pool
+        self._make_workers()
+
+    @property
+    def pool(self) -> WorkerPool:
+        return self._pool
+
+    @property
+    def pending(self) -> int:
+        """Events scheduled for later steps: merged ones plus those still in intakes."""
+        count = super().pending
+        nxt = self._workers[0].slab.next
+        for head in self._leqs.words.array.tolist():
+            while head != -1:
+                count += 1
+                head = nxt[head]
+        return count
+
+    def close(self) -> None:
+        self._pool.close()
+        super().close()
+
+    # -- windows ---------------------------------------------------------------------------
+    def _abort_window(self) -> None:
+        self._abort = True
+
+    def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
+        self._bound = bound
+        self._abort = False
+        try:
+            if len(ready) == 1 or self._pool.threads == 1:
+                w = self._workers[0]
+                for e in ready:
+                    self._claim(w, e, bound)
+            else:
+                self._pel.publish(ready)
+                self._pool.run(self._window_task, self._abort_window)
+        except BaseException as exc:
+            self._collect_calendar()
+            self._raise_failure(exc)
+        self._collect_calendar()
+
+    def _collect_calendar(self) -> None:
+        calendar = self._calendar
+        for w in self._workers:
+            for entry in w.cal:
+                _heappush(calendar, entry)
+            w.cal.clear()
+            self.events_run += w.events
+            w.stats.events += w.events
+            w.events = 0
+            w.stats.cas_retries += w.leq.cas_retries
+            w.leq.cas_retries = 0
+
+    def _claim(self, w: _Worker, e: int, bound: tuple[float, int]) -> None:
+        w.cur = e
+        w.cur_heap = self._leqs.heaps[e]
+        w.leq.merge(e)
+        w.events += self._run_entity(e, bound, w.push, w.cal)
+        w.stats.entities += 1
+
+    def _window_task(self, index: int) -> None:
+        w = self._workers[index]
+        claimer = w.claimer
+        claimer.reset()
+        items = self._pel.items
+        bound = self._bound
+        claim = self._claim
+        try:
+            while not self._abort:
+                chunk = claimer.claim()
+                if chunk is None:
+                    return
+                for e in items[chunk[0]:chunk[1]].tolist():
+                    claim(w, e, bound)
+        except BaseException:
+            self._abort = True
+            raise
+
+    # -- outputs in parallel ---------------------------------------------------------------
+    def _outputs(self) -> StepResult:
+        agents = self.spec.agents
+        if self._pool.threads == 1 or len(agents) < 2 * self._pool.threads:
+            return super()._outputs()
+        k = len(agents)
+        self._out = (np.zeros(k, np.float64), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
+                     [None] * k, [None] * k)
+        self._pel.publish(range(k))
+        self._pool.run(self._outputs_task, self._abort_window)
+        rewards, terms, truncs, observations, infos = self._out
+        self._out = None
+        return StepResult(self._step_index, self._step_index * self.spec.step_length,
+                          observations, rewards, terms, truncs, infos)
+
+    def _outputs_task(self, index: int) -> None:
+        from seer.errors import ModelError
+
+        claimer = self._workers[index].claimer
+        claimer.reset()
+        outputs = self.model.outputs
+        agents = self.spec.agents
+        state, start = self.state, self.snapshot
+        rewards, terms, truncs, observations, infos = self._out
+        while (chunk := claimer.claim()) is not None:
+            for i in range(chunk[0], chunk[1]):
+                e = agents[i]
+                out = outputs(e, state, start)
+                try:
+                    observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
+                except (TypeError, ValueError) as exc:
+                    raise ModelError(
+                        f"outputs() of model {self.spec.name!r} for entity {e} must return "
+                        f"(observation, reward, terminated, truncated, info); got {out!r} "
+                        f"({exc})") from None
+
+    def worker_stats(self) -> list[dict[str, Any]]:
+        """Per-thread counters (events, entities, CAS retries, busy/idle/CPU time)."""
+        return [s.as_dict() for s in self._pool.stats]

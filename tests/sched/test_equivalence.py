@@ -1,0 +1,71 @@
+"""Every runtime gives bit-identical state and outputs to the serial runtime."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import seer
+from seer.testing import BenchModel, RandomModel, assert_equivalent
+
+KINDS = ["seer", "static", "global", "executor"]
+THREADS = [1, 2, 3, 4, 8]
+
+
+def factory(kind, threads):
+    return lambda model: seer.make_runtime(model, kind, threads=threads)
+
+
+models = st.builds(
+    RandomModel,
+    n_entities=st.integers(1, 40),
+    seed=st.integers(0, 2**31),
+    lookahead=st.sampled_from([0.0, 0.1, 0.25, 1.0, 2.5]),
+    step_length=st.sampled_from([0.5, 1.0, 3.0]),
+    fanout=st.integers(0, 3),
+    ttl=st.integers(0, 4),
+    p_zero_delay=st.floats(0.0, 1.0),
+    p_fan_in=st.floats(0.0, 0.8),
+    silent_fraction=st.floats(0.0, 0.9),
+    action_fraction=st.floats(0.0, 1.0),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=models, kind=st.sampled_from(KINDS), threads=st.sampled_from(THREADS),
+       seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 4))
+def test_random_models_match_serial(model, kind, threads, seed, steps):
+    assert_equivalent(factory(kind, threads), model, seeds=[seed], steps=steps)
+
+
+CORNERS = {
+    "lookahead-0-dense-same-time": dict(lookahead=0.0, p_zero_delay=0.8, fanout=3, ttl=4),
+    "heavy-fan-in": dict(p_fan_in=0.9, fanout=3),
+    "mostly-silent": dict(silent_fraction=0.9),
+    "long-lookahead": dict(lookahead=2.5, fanout=2),
+    "no-emits": dict(fanout=0),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("corner", sorted(CORNERS))
+def test_corner_models_match_serial(kind, threads, corner):
+    model = RandomModel(60, seed=len(corner), **CORNERS[corner])
+    assert_equivalent(factory(kind, threads), model, seeds=[1, 2], steps=4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bench_model_matches_serial(kind):
+    assert_equivalent(factory(kind, 2), BenchModel(300, fanout=2), seeds=[0], steps=3)
+
+
+@pytest.mark.parametrize("path", ["fast", "public"])
+def test_seer_on_both_atomics_paths(path):
+    model = RandomModel(50, seed=3, lookahead=0.0)
+    assert_equivalent(lambda m: seer.SeerRuntime(m, threads=2, atomics_path=path), model,
+                      seeds=[0], steps=4)
+
+
+def test_parallel_outputs_match_serial():
+    model = RandomModel(200, seed=4)  # enough agents for the outputs to be built in parallel
+    assert_equivalent(factory("seer", 4), model, seeds=[5], steps=3)

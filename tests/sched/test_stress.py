@@ -1,0 +1,164 @@
+"""Long runs, failures and interrupts: no deadlock, no leaked thread, usable afterwards."""
+
+import _thread
+import threading
+import time
+
+import pytest
+
+import seer
+from seer.testing import RandomModel, assert_equivalent
+
+KINDS = ["seer", "static", "global", "executor"]
+
+
+def test_ten_thousand_steps_on_four_threads():
+    before = threading.active_count()
+    model = RandomModel(24, seed=8, lookahead=0.5, fanout=2, ttl=2)
+    rt = seer.make_runtime(model, "seer", threads=4)
+    ref = seer.SerialRuntime(model)
+    rt.reset(7)
+    ref.reset(7)
+    for t in range(10_000):
+        actions = model.sample_actions(t)
+        rt.step(actions)
+        ref.step(actions)
+    for name in ref.state.names:
+        assert rt.state[name].tobytes() == ref.state[name].tobytes()
+    assert rt.events_run == ref.events_run > 10_000
+    rt.close()
+    assert threading.active_count() == before
+
+
+class Exploding(RandomModel):
+    """Raises in one handler on one step (``fail_step``) for one entity."""
+
+    fail_step = 3
+    fail_entity = 5
+
+    def on_act(self, ctx, event):
+        if ctx.id == self.fail_entity and int(ctx.now) == self.fail_step:
+            raise ArithmeticError(f"boom at step {self.fail_step}")
+        super().on_act(ctx, event)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_handler_error_then_reset_and_a_correct_run(kind):
+    before = threading.active_count()
+    model = Exploding(40, seed=2, fanout=2)
+    # an entity that acts on steps 2 and 3 (see RandomModel.sample_actions)
+    model.fail_entity = next(e for e in model._actors if e % 4 == 2)
+    rt = seer.make_runtime(model, kind, threads=3)
+    rt.reset(1)
+    with pytest.raises(seer.HandlerError) as info:
+        for t in range(10):
+            rt.step(model.sample_actions(t))
+    err = info.value
+    assert err.step == 3 and err.entity == model.fail_entity
+    assert isinstance(err.__cause__, ArithmeticError)
+    assert str(err).startswith("handler for ")
+    with pytest.raises(seer.RuntimeStateError, match="previous step failed"):
+        rt.step()
+    model.fail_step = -1
+    rt.close()
+    assert_equivalent(lambda m: seer.make_runtime(m, kind, threads=3), model, seeds=[1],
+                      steps=6)
+    # the same runtime object is usable again after reset
+    rt2 = seer.make_runtime(model, kind, threads=3)
+    model.fail_step = 2
+    rt2.reset(4)
+    with pytest.raises(seer.HandlerError):
+        for t in range(5):
+            rt2.step(model.sample_actions(t))
+    model.fail_step = -1
+    ref = seer.SerialRuntime(model)
+    rt2.reset(4)
+    ref.reset(4)
+    for t in range(5):
+        rt2.step(model.sample_actions(t))
+        ref.step(model.sample_actions(t))
+    assert rt2.state.h.tobytes() == ref.state.h.tobytes()
+    rt2.close()
+    assert threading.active_count() == before
+
+
+class Interrupting(RandomModel):
+    """Simulates Ctrl-C arriving mid-step: a handler interrupts the main thread."""
+
+    armed = True
+
+    def on_act(self, ctx, event):
+        if self.armed and ctx.id == self._actors[-1] and int(ctx.now) == 2:
+            _thread.interrupt_main()
+            time.sleep(0.05)  # let the main thread see it while workers are busy
+        super().on_act(ctx, event)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_keyboard_interrupt_leaves_no_worker_running(kind):
+    model = Interrupting(120, seed=5, fanout=2, cost_us=20)
+    rt = seer.make_runtime(model, kind, threads=3)
+    rt.reset(0)
+    with pytest.raises(KeyboardInterrupt):
+        for t in range(6):
+            rt.step(model.sample_actions(t))
+    pool = getattr(rt, "pool", None)
+    if pool is not None:
+        assert pool.busy == 0
+    model.armed = False
+    ref = seer.SerialRuntime(model)
+    rt.reset(0)
+    ref.reset(0)
+    for t in range(4):
+        rt.step(model.sample_actions(t))
+        ref.step(model.sample_actions(t))
+    assert rt.state.h.tobytes() == ref.state.h.tobytes()
+    rt.close()
+
+
+def test_contract_errors_surface_from_worker_threads():
+    class Bad(RandomModel):
+        def on_ping(self, ctx, event):
+            ctx.emit((ctx.id + 1) % self.n_entities, 0.0, "ping", (0, 0.0))
+
+    rt = seer.make_runtime(Bad(30, seed=1, lookahead=0.5, fanout=3), "seer", threads=2)
+    rt.reset(0)
+    with pytest.raises(seer.LookaheadError, match=r"lookahead violation") as info:
+        for t in range(5):
+            rt.step(rt.model.sample_actions(t))
+    assert info.value.kind == "ping" and info.value.step is not None
+    rt.close()
+
+
+def test_factory_and_argument_errors():
+    model = RandomModel(5)
+    with pytest.raises(seer.ModelError, match=r"unknown runtime kind 'fast'; choose one of "
+                       r"\['executor', 'global', 'seer', 'serial', 'static'\]"):
+        seer.make_runtime(model, "fast")
+    with pytest.raises(seer.ModelError, match="threads must be an int >= 1, got 0"):
+        seer.make_runtime(model, "seer", threads=0)
+    with pytest.raises(seer.ModelError, match=r"debug mode .* only available in SerialRuntime"):
+        seer.make_runtime(model, "seer", debug=True)
+    assert isinstance(seer.make_runtime(model, "serial", threads=8), seer.SerialRuntime)
+
+
+def test_gil_build_warns_once(monkeypatch):
+    from seer import platform
+
+    monkeypatch.setattr(platform, "gil_disabled", lambda: False)
+    monkeypatch.setattr(platform, "_warned", False)
+    with pytest.warns(seer.GILWarning, match="asked for 2 threads but the GIL is enabled"):
+        seer.make_runtime(RandomModel(5), "seer", threads=2).close()
+
+
+def test_worker_stats_are_counted():
+    model = RandomModel(100, seed=3, fanout=2)
+    rt = seer.SeerRuntime(model, threads=2)
+    rt.reset(0)
+    for t in range(3):
+        rt.step(model.sample_actions(t))
+    stats = rt.worker_stats()
+    assert sum(s["events"] for s in stats) == rt.events_run
+    assert sum(s["entities"] for s in stats) > 0
+    assert all(s["busy_s"] >= 0 and s["cpu_s"] >= 0 for s in stats)
+    rt.close()
