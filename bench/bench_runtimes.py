@@ -73,7 +73,7 @@ def main() -> None:
             name = f"step-n{args.entities}-cost{cost:g}us-{label(kind, threads)}"
             bench = runner.bench_time_func(name, step_timer(args.entities, cost, kind,
                                                             threads, args.fanout))
-            if bench is not None:
+            if bench is not None and not args.worker and bench.get_nvalue():
                 results[(cost, label(kind, threads))] = bench.mean()
     if results and not args.worker:
         names = [label(k, t) for k, t in runtimes]

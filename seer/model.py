@@ -98,6 +98,13 @@ class Model:
         """Set entity ``ctx.id``'s initial row and emit its first events (at τ >= 0).
         ``ctx.snapshot`` is not available here. Default: all-zero row, no events."""
 
+    def prepare_step(self, snapshot: StateArrays, step: int) -> Any:
+        """Derived read-only data built once per step from the boundary snapshot (for
+        example a spatial index), before any handler runs; handlers see it as
+        ``ctx.prepared``. It must depend only on ``snapshot`` and ``step``, and handlers must
+        not mutate it. Default: None (nothing is built)."""
+        return None
+
     # -- actions ----------------------------------------------------------------------
     def action_events(self, actions: Any) -> Iterable[tuple[int, Any, Any]]:
         """Turn a joint action into ``(entity, kind, payload)`` events at the step start.
@@ -327,8 +334,9 @@ class Context:
     """What a handler sees of the entity it runs on; one per entity, reused every event.
 
     Public: ``id``, ``row`` (writable rows of this entity), ``snapshot`` (read-only state of
-    all entities at the step start), ``rng`` (this entity's numpy Generator), ``now`` (τ of
-    the event being handled), ``model``.
+    all entities at the step start), ``prepared`` (what ``Model.prepare_step`` built from
+    that snapshot), ``rng`` (this entity's numpy Generator), ``now`` (τ of the event being
+    handled), ``model``.
 
     Only the thread that currently runs the entity touches its context, so none of these
     attributes is shared mutable state between threads.
@@ -347,6 +355,7 @@ class Context:
         "id",
         "model",
         "now",
+        "prepared",
         "rng",
         "row",
         "snapshot",
@@ -359,6 +368,7 @@ class Context:
         self.row = row
         self.rng: np.random.Generator | None = None
         self.snapshot: StateArrays | None = None
+        self.prepared: Any = None
         self.now = 0.0
         self._seq = INIT_PARENT_SEQ
         self._counter = 0

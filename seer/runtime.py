@@ -77,6 +77,7 @@ class Runtime(ABC):
         ]
         self._external_counters = [0] * n
         self._handlers = self.spec.handlers
+        self._prepares = type(model).prepare_step is not Model.prepare_step
 
     # -- subclass hooks ---------------------------------------------------------------
     @abstractmethod
@@ -163,6 +164,10 @@ class Runtime(ABC):
         t1 = (self._step_index + 1) * spec.step_length
         self._status = _FAILED  # until the step completes
         self._take_snapshot()
+        if self._prepares:
+            prepared = self.model.prepare_step(self.snapshot, self._step_index)
+            for ctx in self._contexts:
+                ctx.prepared = prepared
         self._inject_actions(actions, t0)
         self._run(t1)
         self._step_index += 1

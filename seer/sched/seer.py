@@ -65,7 +65,7 @@ class _Worker:
             return
         slab = self.slab
         h = slab.alloc()
-        slab.write(h, ev[0], ev[1], target, ev[3], ev[4])
+        slab.write_event(h, ev)
         self.leq.push(target, h)
         self.cal.append((ev[0], ev[1], target))
 
@@ -151,9 +151,7 @@ class SeerRuntime(WindowedRuntime):
         self._abort = False
         try:
             if len(ready) == 1 or self._pool.threads == 1:
-                w = self._workers[0]
-                for e in ready:
-                    self._claim(w, e, bound)
+                self._run_inline(ready, bound)
             else:
                 self._pel.publish(ready)
                 self._pool.run(self._window_task, self._abort_window)
@@ -174,12 +172,23 @@ class SeerRuntime(WindowedRuntime):
             w.stats.cas_retries += w.leq.cas_retries
             w.leq.cas_retries = 0
 
-    def _claim(self, w: _Worker, e: int, bound: tuple[float, int]) -> None:
-        w.cur = e
-        w.cur_heap = self._leqs.heaps[e]
-        w.leq.merge(e)
-        w.events += self._run_entity(e, bound, w.push, w.cal)
-        w.stats.entities += 1
+    def _run_inline(self, ready: list[int], bound: tuple[float, int]) -> None:
+        """Run a window on the caller alone (one thread, or one ready entity)."""
+        w = self._workers[0]
+        heaps = self._leqs.heaps
+        merge = w.leq.merge
+        run_entity = self._run_entity
+        push, cal = w.push, w.cal
+        n = 0
+        try:
+            for e in ready:
+                w.cur = e
+                w.cur_heap = heaps[e]
+                merge(e)
+                n += run_entity(e, bound, push, cal)
+        finally:
+            w.events += n
+            w.stats.entities += len(ready)
 
     def _window_task(self, index: int) -> None:
         w = self._workers[index]
@@ -187,14 +196,22 @@ class SeerRuntime(WindowedRuntime):
         claimer.reset()
         items = self._pel.items
         bound = self._bound
-        claim = self._claim
+        heaps = self._leqs.heaps
+        merge = w.leq.merge
+        run_entity = self._run_entity
+        push, cal = w.push, w.cal
+        stats = w.stats
         try:
             while not self._abort:
                 chunk = claimer.claim()
                 if chunk is None:
                     return
                 for e in items[chunk[0]:chunk[1]].tolist():
-                    claim(w, e, bound)
+                    w.cur = e
+                    w.cur_heap = heaps[e]
+                    merge(e)
+                    w.events += run_entity(e, bound, push, cal)
+                    stats.entities += 1
         except BaseException:
             self._abort = True
             raise

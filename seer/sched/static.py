@@ -21,13 +21,20 @@ class StaticRuntime(SeerRuntime):
         w = self._workers[index]
         bound = self._bound
         threads = self._pool.threads
-        claim = self._claim
+        heaps = self._leqs.heaps
+        merge = w.leq.merge
+        run_entity = self._run_entity
+        push, cal = w.push, w.cal
         try:
             for e in self._ready:
                 if e % threads == index:
                     if self._abort:
                         return
-                    claim(w, e, bound)
+                    w.cur = e
+                    w.cur_heap = heaps[e]
+                    merge(e)
+                    w.events += run_entity(e, bound, push, cal)
+                    w.stats.entities += 1
         except BaseException:
             self._abort = True
             raise

@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+
+import seer
+from seer.testing import assert_equivalent
+from workloads.pcs import PCS
+
+
+def run(model, seed, steps):
+    rt = seer.SerialRuntime(model)
+    rt.reset(seed)
+    for t in range(steps):
+        rt.step(model.sample_actions(t))
+    return rt
+
+
+@pytest.mark.parametrize("kind", ["seer", "static", "global", "executor"])
+def test_all_runtimes_match_serial(kind):
+    model = PCS(8, 8, cost_us=5, step_length=200.0)
+    assert_equivalent(lambda m: seer.make_runtime(m, kind, threads=2), model, seeds=[2],
+                      steps=4)
+
+
+def test_five_event_kinds_all_happen_and_blocking_is_a_probability():
+    model = PCS(10, 10, cost_us=5, step_length=300.0, move_interval=900.0)
+    rt = run(model, 0, 6)
+    s = rt.state
+    assert s.attempts.sum() > 0 and s.handoff_attempts.sum() > 0
+    assert rt.stats["cross_entity"] > 0
+    p = PCS.blocking_probability(s)
+    assert 0.0 <= p <= 1.0
+    assert s.portables.sum() <= 100 * 16
+
+
+def test_hotspot_makes_load_uneven():
+    hot = run(PCS(12, 12, cost_us=5, step_length=300.0, hotspot=True, seed=1), 0, 4)
+    flat = run(PCS(12, 12, cost_us=5, step_length=300.0, hotspot=False, seed=1), 0, 4)
+    assert hot.state.attempts.std() > 1.5 * flat.state.attempts.std()
+    assert PCS.blocking_probability(hot.state) >= PCS.blocking_probability(flat.state)
+
+
+def test_deterministic_for_a_seed():
+    a = run(PCS(6, 6, cost_us=5, step_length=200.0), 7, 3)
+    b = run(PCS(6, 6, cost_us=5, step_length=200.0), 7, 3)
+    assert np.array_equal(a.state.attempts, b.state.attempts)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(width=2), "PCS torus must be at least 3x3, got 2x40"),
+    (dict(channels=0), "PCS channels must be an int >= 1, got 0"),
+    (dict(cost_us=0), "PCS cost_us must be a finite number > 0, got 0"),
+    (dict(signal_delay=float("inf")), "PCS signal_delay must be a finite number > 0, got inf"),
+])
+def test_bad_parameters(kwargs, message):
+    with pytest.raises(seer.ModelError, match="^" + message + "$"):
+        PCS(**kwargs)

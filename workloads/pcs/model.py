@@ -1,0 +1,249 @@
+"""PCS: a communication-heavy cellular network, after the ROSS PCS model.
+
+Entities are cells on a ``width x height`` torus; every cell is an agent. Portables live in
+cells and move between 4-neighbours. ROSS defaults: 10 channels per cell, mean call
+interval 360, mean call duration 180, mean move interval 4500, 16 portables per cell,
+exponential times. Five event kinds:
+
+* ``arrival``: a call attempt in the cell (Poisson, rate ``portables / 360``, times the
+  hotspot factor). Blocked if fewer than ``reserve + 1`` channels are free (the reserve is
+  kept for handoffs), else a channel is taken and a ``completion`` is scheduled.
+* ``completion``: a call ends and frees its channel.
+* ``handoff_out``: a portable leaves (rate ``portables / 4500``) for a random neighbour;
+  if it was on a call (probability ``busy / portables``) the channel is freed and the call
+  travels with it. Sends ``handoff_in`` with a signalling delay (the lookahead).
+* ``handoff_in``: the portable arrives; its call takes a channel (reserved ones included)
+  or is dropped (a handoff block).
+* ``recheck``: the agent's action event at each step start: applies the new reserve and
+  runs a numpy channel/interference re-check over the cell's channels against the
+  neighbours' loads in the boundary snapshot (the complexity knob sizes it); a channel whose
+  interference is too high drops its call.
+
+Calls that leave by handoff leave their pending ``completion`` behind: the cell counts
+them as *orphans* and the next completion consumes an orphan instead of freeing a channel
+(exponential holding times are memoryless, so which one is consumed does not matter).
+
+A traffic hotspot (a Gaussian bump in call rate, peak ``hotspot_gain``) moves across the
+torus, so load is uneven and moves. Blocking probability as in ROSS:
+``(call blocks + handoff blocks) / (call attempts - busy lines at the end)``.
+
+Calibration (2 cores, CPython 3.14t; ``python -m workloads.calibrate pcs``; serial
+runtime, 20 steps, mean over all events):
+
+CALIBRATION_TABLE
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+import seer
+from seer.errors import ModelError
+
+__all__ = ["PCS"]
+
+# recheck size (channels x interferers) per requested µs, fixed from the development
+# machine's measurements (see the docstring): matrix side = round(sqrt(cost_us) * SIDE_PER_SQRT_US)
+SIDE_PER_SQRT_US = 2.0
+
+
+class PCS(seer.Model):
+    """Cellular network on a torus; see the module docstring."""
+
+    kinds = ("arrival", "completion", "handoff_out", "handoff_in", "recheck")
+    action_kind = "recheck"
+
+    def __init__(self, width: int = 40, height: int = 40, *, cost_us: float = 15.0,
+                 hotspot: bool = True, interaction: float = 1.0, seed: int = 0,
+                 channels: int = 10, portables: int = 16, call_interval: float = 360.0,
+                 call_duration: float = 180.0, move_interval: float = 4500.0,
+                 step_length: float = 30.0, signal_delay: float = 5.0,
+                 hotspot_gain: float = 6.0, max_steps: int | None = None) -> None:
+        for name, value in (("width", width), ("height", height), ("channels", channels),
+                            ("portables", portables)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ModelError(f"PCS {name} must be an int >= 1, got {value!r}")
+        if width < 3 or height < 3:
+            raise ModelError(f"PCS torus must be at least 3x3, got {width}x{height}")
+        super().__init__(width * height)
+        for name, value in (("cost_us", cost_us), ("interaction", interaction),
+                            ("call_interval", call_interval), ("call_duration", call_duration),
+                            ("move_interval", move_interval), ("step_length", step_length),
+                            ("signal_delay", signal_delay)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ModelError(f"PCS {name} must be a finite number > 0, got {value!r}")
+        if not (math.isfinite(hotspot_gain) and hotspot_gain >= 0):
+            raise ModelError(f"PCS hotspot_gain must be finite and >= 0, got {hotspot_gain!r}")
+        self.name = f"PCS({width}x{height}, cost={cost_us:g}us)"
+        self.width, self.height = width, height
+        self.channels = channels
+        self.portables = portables
+        self.cost_us = float(cost_us)
+        self.side = max(2, round(math.sqrt(cost_us) * SIDE_PER_SQRT_US))
+        self.call_interval = call_interval
+        self.call_duration = call_duration
+        self.move_interval = move_interval / interaction
+        self.step_length = step_length
+        self.lookahead = signal_delay
+        self.hotspot = hotspot
+        self.hotspot_gain = hotspot_gain if hotspot else 0.0
+        self.seed = seed
+        self.max_steps = max_steps
+        self._xy = [(e % width, e // width) for e in range(self.n_entities)]
+        self._nbrs = [tuple(((x + dx) % width) + ((y + dy) % height) * width
+                            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)))
+                      for x, y in self._xy]
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x9C5]))
+        self._hot_start = rng.uniform(0, width), rng.uniform(0, height)
+        self._hot_velocity = (width / 200.0 / step_length, height / 300.0 / step_length)
+        self._hot_sigma = max(width, height) / 8.0
+
+    fields = {  # noqa: RUF012
+        "portables": ((), np.int64),
+        "busy": ((), np.int64),
+        "orphans": ((), np.int64),
+        "reserve": ((), np.int64),
+        "attempts": ((), np.int64),
+        "blocked": ((), np.int64),
+        "handoff_attempts": ((), np.int64),
+        "handoff_blocked": ((), np.int64),
+        "dropped": ((), np.int64),
+        "interference": ((), np.float64),
+    }
+
+    # -- rates ------------------------------------------------------------------------------
+    def hotspot_factor(self, cell: int, t: float) -> float:
+        if not self.hotspot_gain:
+            return 1.0
+        x, y = self._xy[cell]
+        hx = (self._hot_start[0] + self._hot_velocity[0] * t) % self.width
+        hy = (self._hot_start[1] + self._hot_velocity[1] * t) % self.height
+        dx = min(abs(x - hx), self.width - abs(x - hx))
+        dy = min(abs(y - hy), self.height - abs(y - hy))
+        return 1.0 + self.hotspot_gain * math.exp(-(dx * dx + dy * dy)
+                                                  / (2 * self._hot_sigma ** 2))
+
+    def _next_arrival(self, ctx: seer.Context) -> None:
+        n = int(ctx.row.portables)
+        if n > 0:
+            rate = n / self.call_interval * self.hotspot_factor(ctx.id, ctx.now)
+            ctx.emit(ctx.id, float(ctx.rng.exponential(1.0 / rate)), "arrival")
+
+    def _next_move(self, ctx: seer.Context) -> None:
+        n = int(ctx.row.portables)
+        if n > 0:
+            ctx.emit(ctx.id, float(ctx.rng.exponential(self.move_interval / n)), "handoff_out")
+
+    # -- episode ------------------------------------------------------------------------------
+    def init_entity(self, ctx: seer.Context) -> None:
+        ctx.row.portables = self.portables
+        # start each process at a random phase (the chains re-arm themselves)
+        self._next_arrival(ctx)
+        self._next_move(ctx)
+
+    # -- handlers -----------------------------------------------------------------------------
+    def _take_channel(self, ctx: seer.Context) -> None:
+        ctx.row.busy += 1
+        ctx.emit(ctx.id, float(ctx.rng.exponential(self.call_duration)), "completion")
+
+    def on_arrival(self, ctx: seer.Context, event: Any) -> None:
+        row = ctx.row
+        row.attempts += 1
+        if self.channels - int(row.busy) > int(row.reserve):
+            self._take_channel(ctx)
+        else:
+            row.blocked += 1
+        self._next_arrival(ctx)
+
+    def on_completion(self, ctx: seer.Context, event: Any) -> None:
+        row = ctx.row
+        if int(row.orphans) > 0:
+            row.orphans -= 1
+        elif int(row.busy) > 0:
+            row.busy -= 1
+
+    def on_handoff_out(self, ctx: seer.Context, event: Any) -> None:
+        row = ctx.row
+        n = int(row.portables)
+        if n == 0:
+            return
+        rng = ctx.rng
+        on_call = rng.random() * n < int(row.busy)
+        if on_call:
+            row.busy -= 1
+            row.orphans += 1
+        row.portables -= 1
+        target = self._nbrs[ctx.id][int(rng.integers(4))]
+        ctx.emit(target, self.lookahead, "handoff_in", 1 if on_call else 0)
+        self._next_move(ctx)
+
+    def on_handoff_in(self, ctx: seer.Context, event: Any) -> None:
+        row = ctx.row
+        was_idle = int(row.portables) == 0
+        row.portables += 1
+        if event.payload:
+            row.handoff_attempts += 1
+            if int(row.busy) < self.channels:
+                self._take_channel(ctx)
+            else:
+                row.handoff_blocked += 1
+        if was_idle:  # the cell's call and move processes were dormant: restart them
+            self._next_arrival(ctx)
+            self._next_move(ctx)
+
+    def on_recheck(self, ctx: seer.Context, event: Any) -> None:
+        row = ctx.row
+        row.reserve = int(np.clip(event.payload, 0, self.channels - 1))
+        snap = ctx.snapshot.busy
+        load = sum(int(snap[j]) for j in self._nbrs[ctx.id]) / (4.0 * self.channels)
+        m = self.side
+        fading = ctx.rng.standard_normal((m, m))
+        gains = fading @ fading.T / m  # channel x channel coupling
+        level = float(np.linalg.norm(gains, 2)) * (0.2 + load) / m
+        row.interference = level
+        if level > 0.9 and int(row.busy) > 0:  # rare: a badly interfered channel drops
+            row.busy -= 1
+            row.orphans += 1
+            row.dropped += 1
+
+    # -- outputs ------------------------------------------------------------------------------
+    def sample_actions(self, step: int) -> list[int]:
+        return [1] * self.n_entities
+
+    def outputs(self, entity: int, state: seer.StateArrays,
+                start: seer.StateArrays) -> tuple[Any, float, bool, bool, dict]:
+        nbr_busy = sum(int(state.busy[j]) for j in self._nbrs[entity]) / (4.0 * self.channels)
+        obs = np.array([state.busy[entity] / self.channels, state.reserve[entity],
+                        float(state.handoff_attempts[entity] - start.handoff_attempts[entity]),
+                        nbr_busy, state.portables[entity] / self.portables,
+                        state.interference[entity]], np.float32)
+        lost = ((state.blocked[entity] - start.blocked[entity])
+                + (state.handoff_blocked[entity] - start.handoff_blocked[entity])
+                + (state.dropped[entity] - start.dropped[entity]))
+        return obs, -float(lost), False, False, {}
+
+    @staticmethod
+    def blocking_probability(state: seer.StateArrays) -> float:
+        """ROSS's figure: (call blocks + handoff blocks) / (call attempts - busy lines)."""
+        blocks = int(state.blocked.sum()) + int(state.handoff_blocked.sum())
+        denominator = int(state.attempts.sum()) - int(state.busy.sum())
+        return blocks / denominator if denominator > 0 else 0.0
+
+    def observation_space(self, entity: int) -> Any:
+        from gymnasium import spaces
+
+        return spaces.Box(-np.inf, np.inf, (6,), np.float32)
+
+    def action_space(self, entity: int) -> Any:
+        from gymnasium import spaces
+
+        return spaces.Discrete(4)  # channels held back for handoffs
+
+    def render_frame(self, ax: Any, state: seer.StateArrays) -> None:
+        """Heat map of channel occupancy."""
+        grid = (state.busy / self.channels).reshape(self.height, self.width)
+        ax.imshow(grid, vmin=0, vmax=1, cmap="inferno", origin="lower")
+        ax.set_title(f"{self.name}: channel occupancy")
