@@ -49,23 +49,45 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from seer.testing import RandomModel
+    from tqdm import tqdm
+
+    from seer.testing import assert_outputs_identical, assert_states_identical
+    from workloads.aircraft import Aircraft
 
     _cmd_info(args)
-    model = RandomModel(args.entities, seed=1, cost_us=args.cost_us)
-    runtime = seer.SerialRuntime(model)
-    runtime.reset(seed=0)
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        runtime.step(model.sample_actions(runtime.step_index))
-    elapsed = time.perf_counter() - start
-    stats = runtime.stats
-    print(f"\nserial runtime, {args.entities} entities, {args.steps} steps of a random model "
-          f"(handler cost {args.cost_us} µs):")
-    print(f"  {args.steps / elapsed:10.1f} steps/s   {stats['events_run'] / elapsed:12.0f} "
-          f"events/s   ({stats['events_run']} events, {stats['cross_entity']} cross-entity)")
-    runtime.close()
-    return 0
+    model = Aircraft(args.uavs, cost_us=args.cost_us)
+    print(f"\ndemo: {model.name}, {args.steps} steps, serial vs SEER({args.threads} threads)")
+    runs = {}
+    outputs = {}
+    for label, kind, threads in (("serial", "serial", 1), (f"seer({args.threads})", "seer",
+                                                            args.threads)):
+        runtime = seer.make_runtime(model, kind, threads=threads)
+        outs = [runtime.reset(seed=args.seed)]
+        start = time.perf_counter()
+        for t in tqdm(range(args.steps), desc=f"{label:>9}", unit="step"):
+            outs.append(runtime.step(model.sample_actions(t)))
+        elapsed = time.perf_counter() - start
+        runs[label] = (runtime, elapsed)
+        outputs[label] = outs
+    (ref, t_ref), (par, _t_par) = runs.values()
+    identical = True
+    try:
+        assert_states_identical(ref, par)
+        for a, b in zip(*outputs.values(), strict=True):
+            assert_outputs_identical(a, b)
+    except AssertionError as exc:
+        identical = False
+        print(f"MISMATCH: {exc}")
+    print(f"\n{'runtime':<10} {'steps/s':>9} {'events/s':>10} {'speed-up':>9}")
+    for label, (runtime, elapsed) in runs.items():
+        print(f"{label:<10} {args.steps / elapsed:9.2f} {runtime.events_run / elapsed:10.0f} "
+              f"{t_ref / elapsed:8.2f}x")
+        runtime.close()
+    print(f"outputs and state bit-identical: {'yes' if identical else 'NO'}")
+    if not seer.gil_disabled():
+        print("note: the GIL is enabled in this interpreter, so threads cannot run Python in "
+              "parallel and no speed-up is expected (use a free-threaded python3.14t).")
+    return 0 if identical else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,11 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     p_info = sub.add_parser("info", help="interpreter, GIL state, cores and package versions")
     p_info.set_defaults(func=_cmd_info)
-    p_demo = sub.add_parser("demo", help="step a model and report throughput")
-    p_demo.add_argument("--entities", type=int, default=400)
-    p_demo.add_argument("--steps", type=int, default=50)
-    p_demo.add_argument("--cost-us", type=float, default=0.0,
-                        help="busy work per handler, in microseconds")
+    p_demo = sub.add_parser("demo", help="Aircraft swarm: serial vs SEER, checked identical")
+    p_demo.add_argument("--uavs", type=int, default=800)
+    p_demo.add_argument("--steps", type=int, default=60)
+    p_demo.add_argument("--cost-us", type=float, default=200.0,
+                        help="mean event cost of the collision search, in microseconds")
+    p_demo.add_argument("--threads", type=int, default=2)
+    p_demo.add_argument("--seed", type=int, default=0)
     p_demo.set_defaults(func=_cmd_demo)
     return parser
 

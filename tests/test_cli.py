@@ -26,9 +26,11 @@ def test_info_prints_interpreter_gil_cores_and_packages(capsys):
     assert re.search(r"numpy\s+\d", out) and re.search(r"atomics\s+1\.0\.3", out)
 
 
-def test_demo_runs_a_model(capsys):
-    assert cli.main(["demo", "--entities", "30", "--steps", "3"]) == 0
-    assert re.search(r"steps/s .* events/s", capsys.readouterr().out)
+def test_demo_runs_and_checks_identical_outputs(capsys):
+    assert cli.main(["demo", "--uavs", "40", "--steps", "3", "--cost-us", "100"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"seer\(2\)\s+\d+\.\d+\s+\d+\s+\d+\.\d+x", out)
+    assert "outputs and state bit-identical: yes" in out
 
 
 def test_console_script_is_installed():

@@ -28,12 +28,12 @@ def test_parallel_seed(name):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_stacked_arrays_and_render(name):
     env = SeerParallelEnv(MODELS[name](), "seer", threads=2, render_mode="rgb_array")
-    obs, infos = env.reset(seed=0)
+    obs, _infos = env.reset(seed=0)
     stacked = env.observations_array()
     assert stacked.shape[0] == len(env.possible_agents)
     assert np.array_equal(stacked[0], obs[env.possible_agents[0]])
     actions = [env.action_space(a).sample() for a in env.possible_agents]
-    o, r, te, tr = env.step_arrays(actions)
+    o, r, _te, _tr = env.step_arrays(actions)
     assert o.shape == stacked.shape and r.shape == (len(actions),)
     frame = env.render()
     assert frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0

@@ -27,10 +27,27 @@ A traffic hotspot (a Gaussian bump in call rate, peak ``hotspot_gain``) moves ac
 torus, so load is uneven and moves. Blocking probability as in ROSS:
 ``(call blocks + handoff blocks) / (call attempts - busy lines at the end)``.
 
-Calibration (2 cores, CPython 3.14t; ``python -m workloads.calibrate pcs``; serial
-runtime, 20 steps, mean over all events):
+Complexity knob: ``cost_us`` sizes the recheck's numpy work (a ``side x side`` fading
+matrix, ``side = round(2 * sqrt(cost_us))``, and its spectral norm), so it is roughly the
+recheck's own cost; the other four kinds are plain Python (about 15-19 µs each here).
 
-CALIBRATION_TABLE
+Calibration (development machine: 2 cores, CPython 3.14.7t; serial runtime, 10 steps
+after 2 warm-up steps, step_length 30; ``python -m workloads.calibrate pcs --steps 10``),
+40x40 cells:
+
+=======  ===================  ===============  ==========================
+cost_us  mean event µs (all)  events per step  cross-entity events / step
+=======  ===================  ===============  ==========================
+5        18.9                 5982             168
+10       20.2                 5949             164
+15       20.4                 5971             168
+20       21.1                 5975             167
+40       27.0                 5990             166
+=======  ===================  ===============  ==========================
+
+Against cell count (cost_us=15): 400 cells: 1465 events/step, 40 cross-entity; 900:
+3342, 92; 1600: 5971, 168; 2500: 9298, 258; 4900: 18297, 509 (mean event 20.5-22.9 µs).
+Cross-entity events are the handoffs; ``interaction`` > 1 makes portables move more often.
 """
 
 from __future__ import annotations
@@ -61,7 +78,7 @@ class PCS(seer.Model):
                  channels: int = 10, portables: int = 16, call_interval: float = 360.0,
                  call_duration: float = 180.0, move_interval: float = 4500.0,
                  step_length: float = 30.0, signal_delay: float = 5.0,
-                 hotspot_gain: float = 6.0, max_steps: int | None = None) -> None:
+                 hotspot_gain: float = 2.0, max_steps: int | None = None) -> None:
         for name, value in (("width", width), ("height", height), ("channels", channels),
                             ("portables", portables)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
