@@ -1,11 +1,13 @@
 """Step throughput of serial, SEER and the peer runtimes on one model, side by side.
 
     .venv/bin/python -m bench.bench_runtimes --fast -o runtimes.json
-    .venv/bin/python -m bench.bench_runtimes --fast --costs 200 --entities 1600
+    .venv/bin/python -m bench.bench_runtimes --fast --workload aircraft --entities 800 --costs 200
+    .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --entities 1600 --costs 15
 
 Each pyperf benchmark times one environment step (same model, seed and actions for every
-runtime, after a warm-up step) of ``seer.testing.BenchModel``: ``--entities`` entities,
-each event doing ``cost`` µs of numpy work. At the end the main process prints throughput
+runtime, after a warm-up step) of ``seer.testing.BenchModel`` (``--entities`` entities,
+each event doing ``cost`` µs of numpy work) or of a workload (``--workload``, whose
+``cost_us`` knob ``--costs`` sets). At the end the main process prints throughput
 as ratios over serial for each cost (measured in this run).
 """
 
@@ -17,20 +19,43 @@ from collections.abc import Callable
 import pyperf
 
 import seer
-from seer.testing import BenchModel
+from seer.testing import BenchModel, EmptyModel
 
 RUNTIMES = [("serial", 1), ("seer", 1), ("seer", 2), ("static", 2), ("global", 2),
             ("executor", 2)]
+
+
+def record_environment(runner: pyperf.Runner) -> None:
+    """Interpreter, GIL state, cores and package versions, in every result file."""
+    from seer.cli import interpreter_facts
+
+    for key, value in interpreter_facts().items():
+        runner.metadata[f"seer_{key.replace(' ', '_')}"] = value
 
 
 def label(kind: str, threads: int) -> str:
     return "serial" if kind == "serial" else f"{kind}({threads})"
 
 
-def step_timer(entities: int, cost: float, kind: str, threads: int,
+def make_model(workload: str, entities: int, cost: float, fanout: int) -> seer.Model:
+    if workload == "aircraft":
+        from workloads.aircraft import Aircraft
+
+        return Aircraft(entities, cost_us=cost)
+    if workload == "pcs":
+        from workloads.pcs import PCS
+
+        side = round(entities ** 0.5)
+        return PCS(side, side, cost_us=cost)
+    if workload == "empty":
+        return EmptyModel(entities, per_step=10)
+    return BenchModel(entities, cost_us=cost, fanout=fanout)
+
+
+def step_timer(workload: str, entities: int, cost: float, kind: str, threads: int,
                fanout: int) -> Callable[[int], float]:
     def run(loops: int) -> float:
-        model = BenchModel(entities, cost_us=cost, fanout=fanout)
+        model = make_model(workload, entities, cost, fanout)
         runtime = seer.make_runtime(model, kind, threads=threads)
         try:
             runtime.reset(0)
@@ -46,8 +71,8 @@ def step_timer(entities: int, cost: float, kind: str, threads: int,
 
 def _worker_args(cmd: list[str], args: object) -> None:
     """Pass this script's own options on to pyperf's worker processes."""
-    cmd.extend(["--entities", str(args.entities), "--fanout", str(args.fanout), "--costs",
-                *[str(c) for c in args.costs]])
+    cmd.extend(["--workload", args.workload, "--entities", *[str(n) for n in args.entities],
+                "--fanout", str(args.fanout), "--costs", *[str(c) for c in args.costs]])
     if args.runtimes:
         cmd.extend(["--runtimes", *args.runtimes])
 
@@ -55,7 +80,10 @@ def _worker_args(cmd: list[str], args: object) -> None:
 def main() -> None:
     runner = pyperf.Runner(add_cmdline_args=_worker_args)
     cmd = runner.argparser
-    cmd.add_argument("--entities", type=int, default=1600)
+    cmd.add_argument("--workload", choices=["bench", "aircraft", "pcs", "empty"],
+                     default="bench", help="seer.testing.BenchModel (default), a real "
+                     "workload, or EmptyModel (scheduler overhead per event)")
+    cmd.add_argument("--entities", type=int, nargs="+", default=[1600])
     cmd.add_argument("--costs", type=float, nargs="+", default=[0, 10, 50, 200])
     cmd.add_argument("--fanout", type=int, default=1)
     cmd.add_argument("--runtimes", nargs="+", default=None,
@@ -65,27 +93,27 @@ def main() -> None:
     if args.runtimes:
         runtimes = [(r.split(":")[0], int(r.split(":")[1]) if ":" in r else 1)
                     for r in args.runtimes]
-    runner.metadata["gil_disabled"] = str(seer.gil_disabled())
-    runner.metadata["cores"] = str(seer.cpu_count())
-    results: dict[tuple[float, str], float] = {}
-    for cost in args.costs:
-        for kind, threads in runtimes:
-            name = f"step-n{args.entities}-cost{cost:g}us-{label(kind, threads)}"
-            bench = runner.bench_time_func(name, step_timer(args.entities, cost, kind,
-                                                            threads, args.fanout))
-            if bench is not None and not args.worker and bench.get_nvalue():
-                results[(cost, label(kind, threads))] = bench.mean()
+    record_environment(runner)
+    results: dict[tuple[int, float, str], float] = {}
+    prefix = "step" if args.workload == "bench" else args.workload
+    for n in args.entities:
+        for cost in args.costs:
+            for kind, threads in runtimes:
+                name = f"{prefix}-n{n}-cost{cost:g}us-{label(kind, threads)}"
+                bench = runner.bench_time_func(name, step_timer(args.workload, n, cost, kind,
+                                                                threads, args.fanout))
+                if bench is not None and not args.worker and bench.get_nvalue():
+                    results[(n, cost, label(kind, threads))] = bench.mean()
     if results and not args.worker:
         names = [label(k, t) for k, t in runtimes]
-        print(f"\nthroughput relative to serial ({args.entities} entities, fanout "
-              f"{args.fanout}; >1 is faster)")
-        print("cost µs | " + " | ".join(f"{n:>12}" for n in names))
-        for cost in args.costs:
-            base = results.get((cost, "serial"))
-            row = [f"{base / results[(cost, n)]:12.2f}" if base and (cost, n) in results
-                   else f"{'-':>12}" for n in names]
-            print(f"{cost:7g} | " + " | ".join(row))
-
+        print(f"\nthroughput relative to {names[0]} ({args.workload}; >1 is faster)")
+        print("entities | cost µs | " + " | ".join(f"{x:>12}" for x in names))
+        for n in args.entities:
+            for cost in args.costs:
+                base = results.get((n, cost, names[0]))
+                row = [f"{base / results[(n, cost, x)]:12.2f}" if base and (n, cost, x)
+                       in results else f"{'-':>12}" for x in names]
+                print(f"{n:8d} | {cost:7g} | " + " | ".join(row))
 
 if __name__ == "__main__":
     main()

@@ -28,6 +28,7 @@ from seer.serial import SerialRuntime
 __all__ = [
     "BenchModel",
     "BusyWork",
+    "EmptyModel",
     "RandomModel",
     "assert_equivalent",
     "assert_outputs_identical",
@@ -305,6 +306,35 @@ class BenchModel(Model):
                 start: StateArrays) -> tuple[Any, float, bool, bool, dict]:
         return (float(state.x[entity]), float(state.hits[entity] - start.hits[entity]), False,
                 False, {})
+
+
+class EmptyModel(Model):
+    """Scheduler overhead: every entity re-schedules itself ``per_step`` times per step and
+    its handler does nothing else (no state write, no RNG, no busy work)."""
+
+    kinds = ("tick",)
+    fields = {"x": ((), np.int64)}  # noqa: RUF012
+    lookahead = 1.0
+
+    def __init__(self, n_entities: int, per_step: int = 10) -> None:
+        super().__init__(n_entities)
+        if per_step < 1:
+            raise ModelError(f"per_step must be >= 1, got {per_step}")
+        self.name = f"EmptyModel(n={n_entities}, per_step={per_step})"
+        self.period = 1.0 / per_step
+
+    def sample_actions(self, step: int) -> None:
+        return None
+
+    def init_entity(self, ctx: Context) -> None:
+        ctx.emit(ctx.id, 0.0, "tick")
+
+    def on_tick(self, ctx: Context, event: Any) -> None:
+        ctx.emit(ctx.id, self.period, 0)
+
+    def outputs(self, entity: int, state: StateArrays,
+                start: StateArrays) -> tuple[Any, float, bool, bool, dict]:
+        return None, 0.0, False, False, {}
 
 
 # -- equivalence -------------------------------------------------------------------------

@@ -34,3 +34,16 @@ def test_runtime_benchmarks_run(tmp_path):
     assert len(names) == 12
     assert "step-n60-cost5us-seer(2)" in names and "step-n60-cost0us-executor(2)" in names
     assert "throughput relative to serial" in proc.stdout
+
+
+def test_full_report_pipeline_runs_in_smoke_mode():
+    proc = subprocess.run([sys.executable, "-m", "bench.report", "--smoke"], cwd=ROOT,
+                          check=True, capture_output=True, text=True, timeout=900)
+    written = Path(proc.stdout.strip().splitlines()[-1].split("wrote ", 1)[1])
+    text = written.read_text()
+    for section in ("## Workloads", "## Cost sweep", "## Thread scan", "## Step latency",
+                    "## Scheduler overhead", "## Load balance", "## Queue structures"):
+        assert section in text
+    for figure in ("speedup_vs_threads.png", "throughput_vs_cost.png",
+                   "latency_vs_entities.png", "cpu_per_thread.png"):
+        assert (written.parent / figure).stat().st_size > 1000
