@@ -58,6 +58,7 @@ def step_timer(workload: str, entities: int, cost: float, kind: str, threads: in
         model = make_model(workload, entities, cost, fanout)
         runtime = seer.make_runtime(model, kind, threads=threads)
         try:
+            # Every call times the same steps 1..loops after a reset, whatever the runtime.
             runtime.reset(0)
             runtime.step(model.sample_actions(0))  # warm-up: pools started, caches filled
             t0 = time.perf_counter()

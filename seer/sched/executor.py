@@ -9,6 +9,7 @@ entity's heap when it next runs.
 from __future__ import annotations
 
 import heapq
+import weakref
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -53,6 +54,7 @@ class ExecutorRuntime(WindowedRuntime):
                                             thread_name_prefix=f"seer-executor-{model.name}")
         self._bound: tuple[float, int] = (0.0, -1)
         self._abort = False
+        self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False)
 
     def _abort_window(self) -> None:
         self._abort = True
@@ -70,15 +72,19 @@ class ExecutorRuntime(WindowedRuntime):
         runner = _Runner(self._inboxes)
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
         n = 0
-        for e in chunk:
-            if self._abort:
-                break
-            heap = heaps[e]
-            inbox = inboxes[e]
-            while inbox:
-                _heappush(heap, inbox.popleft())
-            runner.cur, runner.heap = e, heap
-            n += self._run_entity(e, bound, runner.push, runner.cal)
+        try:
+            for e in chunk:
+                if self._abort:
+                    break
+                heap = heaps[e]
+                inbox = inboxes[e]
+                while inbox:
+                    _heappush(heap, inbox.popleft())
+                runner.cur, runner.heap = e, heap
+                n += self._run_entity(e, bound, runner.push, runner.cal)
+        except BaseException:
+            self._abort = True  # stop the other chunks of this window early
+            raise
         return n, runner.cal
 
     def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
@@ -105,5 +111,6 @@ class ExecutorRuntime(WindowedRuntime):
                 _heappush(calendar, entry)
 
     def close(self) -> None:
+        self._finalizer.detach()
         self._executor.shutdown(wait=True, cancel_futures=True)
         super().close()

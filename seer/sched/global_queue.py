@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import weakref
 from typing import Any
 
 from seer.events import Event
@@ -63,6 +64,7 @@ class GlobalQueueRuntime(WindowedRuntime):
         self._abort = False
         self._pool = WorkerPool(threads, name=f"seer-global-{model.name}", spin_us=spin_us)
         self._workers = [_GlobalWorker(self) for _ in range(threads)]
+        self._finalizer = weakref.finalize(self, self._pool.close)
 
     # The global heap replaces per-entity heaps and the calendar.
     def _coordinator_push(self, ev: Event) -> None:
@@ -85,7 +87,7 @@ class GlobalQueueRuntime(WindowedRuntime):
         return self._pool
 
     def close(self) -> None:
-        self._pool.close()
+        self._finalizer()
         super().close()
 
     def _run(self, t_end: float) -> None:

@@ -6,7 +6,7 @@ CPython limitation), which can leave a lock held and the worker threads that nee
 forever. While a parallel step runs, SIGINT is therefore only *recorded*: the handler asks
 the workers to stop after their current entity, and KeyboardInterrupt is raised once every
 worker has stopped. Only the default SIGINT handler is replaced, and only on the main
-thread; a program's own handler is left alone.
+thread; a program's own handler is left alone. A second Ctrl-C raises at once.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ def deferred_interrupt(on_interrupt: Callable[[], None]) -> Iterator[list[bool]]
         return
 
     def handler(signum: int, frame: object) -> None:
+        if hit:  # a second Ctrl-C: the user insists (a handler may never return)
+            signal.signal(signal.SIGINT, previous)
+            raise KeyboardInterrupt
         hit.append(True)
         on_interrupt()
 

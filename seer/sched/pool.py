@@ -60,6 +60,17 @@ class WorkerStats:
 _live_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 
 
+def _error_order(item: tuple[int, BaseException]) -> tuple:
+    """Which of several errors ``run`` re-raises: one tagged by a runtime with the event
+    it happened in (``__seer_event__``) and the smallest κ first, so that the error
+    reported does not depend on timing; then the lowest thread index."""
+    index, exc = item
+    event = getattr(exc, "__seer_event__", None)
+    if event is None:
+        return (1, 0.0, 0, index)
+    return (0, event[0], event[1], index)
+
+
 @atexit.register
 def _close_all_pools() -> None:
     for pool in list(_live_pools):
@@ -99,7 +110,8 @@ class WorkerPool:
         self._cond.notify_all()
 
     def resize(self, threads: int) -> None:
-        """Change the number of threads (only between tasks)."""
+        """Change the number of threads (only between tasks). A runtime's pool is resized
+        through the runtime (``SeerRuntime.resize``), which also re-plans its workers."""
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be an int >= 1, got {threads!r}")
         if self._closed:
@@ -142,18 +154,21 @@ class WorkerPool:
                         cond.wait()
                     published = self._published
             seen, task = published
+            published = None  # hold no reference to a task while parked (see close())
             if index >= self._size or self._closed:
                 return
+            if task is None:  # a wake-up without work (resize): nothing to count
+                continue
             t0 = time.perf_counter()
             c0 = time.thread_time()
             stats.idle_s += t0 - t_idle
             try:
-                if task is not None:
-                    task(index)
+                task(index)
             except BaseException as exc:
                 with cond:
                     self._errors.append((index, exc))
             finally:
+                task = None
                 stats.cpu_s += time.thread_time() - c0
                 stats.busy_s += time.perf_counter() - t0
                 stats.tasks += 1
@@ -198,7 +213,7 @@ class WorkerPool:
             stats.tasks += 1
             self._published = (self._published[0], None)  # drop the task's references
         if self._errors:
-            raise min(self._errors, key=lambda item: item[0])[1]
+            raise min(self._errors, key=_error_order)[1]
 
     def _wait_all(self, generation: int, abort: Callable[[], None] | None) -> None:
         """Return only when no worker is inside task ``generation``, even if interrupted

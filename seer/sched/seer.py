@@ -15,13 +15,16 @@ A window with a single ready entity runs inline on the caller (no wake-up to pay
 from __future__ import annotations
 
 import heapq
+import weakref
 from typing import Any
 
 import numpy as np
 
+from seer.errors import ModelError
 from seer.events import Event
 from seer.model import Model
 from seer.queues import (
+    ArenaFullError,
     BufferLayout,
     EventArena,
     LeqWorker,
@@ -33,7 +36,10 @@ from seer.runtime import StepResult
 from seer.sched.pool import WorkerPool, WorkerStats
 from seer.sched.windows import WindowedRuntime
 
-__all__ = ["SeerRuntime"]
+__all__ = ["MAX_THREADS", "SeerRuntime"]
+
+#: Upper bound on threads per runtime (slabs are planned for it; pools can be resized).
+MAX_THREADS = 256
 
 _heappush = heapq.heappush
 
@@ -42,8 +48,8 @@ class _Worker:
     """Thread ``index``'s private state: its LEQ handle (slab + atomics accessor), its PEL
     claimer, the calendar entries it produced this window, and the entity it runs."""
 
-    __slots__ = ("cal", "claimer", "cur", "cur_heap", "events", "index", "leq", "push", "slab",
-                 "stats")
+    __slots__ = ("cal", "claimer", "cur", "cur_heap", "events", "index", "leq", "overflow",
+                 "push", "slab", "stats")
 
     def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer,
                  stats: WorkerStats) -> None:
@@ -56,6 +62,7 @@ class _Worker:
         self.cur = -1
         self.cur_heap: list[Event] = []
         self.events = 0  # events run since the coordinator last collected
+        self.overflow: list[Event] = []  # cross events that found the arena full
         self.push = self._push  # one bound method, made once, handed to contexts
 
     def _push(self, ev: Event) -> None:
@@ -64,9 +71,15 @@ class _Worker:
             _heappush(self.cur_heap, ev)
             return
         slab = self.slab
-        h = slab.alloc()
-        slab.write_event(h, ev)
-        self.leq.push(target, h)
+        try:
+            h = slab.alloc()
+        except ArenaFullError:
+            # No record free: the coordinator places the event after the window (it is
+            # for a later window, so nothing runs late). Slower, never wrong.
+            self.overflow.append(ev)
+        else:
+            slab.write_event(h, ev)
+            self.leq.push(target, h)
         self.cal.append((ev[0], ev[1], target))
 
 
@@ -93,17 +106,26 @@ class SeerRuntime(WindowedRuntime):
         heads = LocalEventQueues.plan(layout, n)
         pel_regions = ParallelExecutiveList.plan(layout, n)
         self._buffer = layout.allocate()
-        self._arena = EventArena(capacity, self._buffer, arena_regions, n_slabs=threads,
+        self._arena = EventArena(capacity, self._buffer, arena_regions, n_slabs=MAX_THREADS,
                                  batch=batch)
         self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads)
         self._leqs.heaps = self._heaps  # the LEQs' private layer is the runtime's heaps
         self._pel = ParallelExecutiveList(n, self._buffer, pel_regions)
         self._atomics_path = atomics_path
-        self._pool = WorkerPool(threads, name=f"seer-{self.spec.name}", spin_us=spin_us)
+        if threads > MAX_THREADS:
+            raise ModelError(f"threads must be <= {MAX_THREADS}, got {threads}")
         self._workers: list[_Worker] = []
         self._bound: tuple[float, int] = (0.0, -1)
         self._abort = False
-        self._make_workers()
+        self._pool = WorkerPool(threads, name=f"seer-{self.spec.name}", spin_us=spin_us)
+        try:
+            self._make_workers()
+        except BaseException:
+            self._pool.close()  # leave no thread behind a failed constructor
+            raise
+        # Closes the pool if the runtime is dropped without close(); the pool holds no
+        # reference back to the runtime, so this can run.
+        self._finalizer = weakref.finalize(self, self._pool.close)
 
     # -- set-up ---------------------------------------------------------------------------
     def _make_workers(self) -> None:
@@ -111,6 +133,9 @@ class SeerRuntime(WindowedRuntime):
 
         Each worker's objects are created on the coordinator but then used by one thread
         only; none is shared on the hot path."""
+        for old in self._workers:  # their free records go back to the arena's pool
+            self._arena._give_batch(old.slab._free)
+            old.slab._free = []
         threads = self._pool.threads
         self._workers = [
             _Worker(i, self._leqs.worker(self._arena.slab(i), self._atomics_path),
@@ -121,11 +146,22 @@ class SeerRuntime(WindowedRuntime):
     def _clear_events(self) -> None:
         super()._clear_events()
         self._leqs.reset()  # intakes empty, all arena records back in the pool
+        for w in self._workers:
+            w.slab._free = []  # already in the pool again: do not hand them back twice
         self._make_workers()
 
     @property
     def pool(self) -> WorkerPool:
         return self._pool
+
+    def resize(self, threads: int) -> None:
+        """Change the thread count between steps (results do not depend on it)."""
+        if isinstance(threads, bool) or not isinstance(threads, int) or \
+                not 1 <= threads <= MAX_THREADS:
+            raise ModelError(f"threads must be an int in 1..{MAX_THREADS}, got {threads!r}")
+        self._pool.resize(threads)
+        self._threads = threads
+        self._make_workers()
 
     @property
     def pending(self) -> int:
@@ -139,7 +175,7 @@ class SeerRuntime(WindowedRuntime):
         return count
 
     def close(self) -> None:
-        self._pool.close()
+        self._finalizer()
         super().close()
 
     # -- windows ---------------------------------------------------------------------------
@@ -166,6 +202,9 @@ class SeerRuntime(WindowedRuntime):
             for entry in w.cal:
                 _heappush(calendar, entry)
             w.cal.clear()
+            for ev in w.overflow:
+                _heappush(self._leqs.heaps[ev[2]], ev)
+            w.overflow.clear()
             self.events_run += w.events
             w.stats.events += w.events
             w.events = 0

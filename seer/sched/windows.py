@@ -100,8 +100,22 @@ class WindowedRuntime(Runtime):
         """As :meth:`Runtime.step`; Ctrl-C stops the workers and then raises
         KeyboardInterrupt (see :mod:`seer.sched.interrupts`)."""
         self._interrupted = False
-        with deferred_interrupt(self._on_interrupt):
-            return super().step(actions)
+        try:
+            with deferred_interrupt(self._on_interrupt):
+                return super().step(actions)
+        except KeyboardInterrupt:
+            self._status = "failed"  # even if the step had finished: reset before going on
+            raise
+
+    def reset(self, seed: Any = None) -> Any:
+        """As :meth:`Runtime.reset`, with Ctrl-C deferred like in :meth:`step`."""
+        self._interrupted = False
+        try:
+            with deferred_interrupt(self._on_interrupt):
+                return super().reset(seed)
+        except KeyboardInterrupt:
+            self._status = "failed"
+            raise
 
     def _on_interrupt(self) -> None:
         self._interrupted = True

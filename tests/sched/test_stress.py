@@ -162,3 +162,45 @@ def test_worker_stats_are_counted():
     assert sum(s["entities"] for s in stats) > 0
     assert all(s["busy_s"] >= 0 and s["cpu_s"] >= 0 for s in stats)
     rt.close()
+
+
+def test_a_full_arena_falls_back_without_changing_results():
+    model = RandomModel(80, seed=11, fanout=3, p_fan_in=0.6, lookahead=0.25)
+    assert_equivalent(lambda m: seer.SeerRuntime(m, threads=2, arena_capacity=1), model,
+                      seeds=[0, 1], steps=5)
+
+
+def test_resize_between_steps_keeps_results():
+    model = RandomModel(60, seed=12, fanout=2)
+    rt = seer.SeerRuntime(model, threads=2)
+    ref = seer.SerialRuntime(model)
+    rt.reset(3)
+    ref.reset(3)
+    for t, threads in enumerate([2, 3, 1, 4, 2]):
+        rt.resize(threads)
+        assert rt.pool.threads == threads
+        rt.step(model.sample_actions(t))
+        ref.step(model.sample_actions(t))
+        assert rt.state.h.tobytes() == ref.state.h.tobytes()
+    with pytest.raises(seer.ModelError, match=r"threads must be an int in 1\.\.256"):
+        rt.resize(0)
+    rt.close()
+
+
+def test_dropped_runtimes_and_failed_constructors_leave_no_threads():
+    import gc
+
+    before = threading.active_count()
+    for kind in ("seer", "global", "executor"):
+        rt = seer.make_runtime(RandomModel(20, seed=1), kind, threads=3)
+        rt.reset(0)
+        rt.step(rt.model.sample_actions(0))
+        del rt
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == before
+    with pytest.raises(ValueError, match="unknown atomics path 'bogus'"):
+        seer.SeerRuntime(RandomModel(5), threads=3, atomics_path="bogus")
+    assert threading.active_count() == before
