@@ -149,6 +149,7 @@ class WorkerPool:
             while published[0] == seen and time.perf_counter_ns() < spin_until:
                 published = self._published
             if published[0] == seen:
+                published = None  # may be the finished task: do not keep it while parked
                 with cond:
                     while self._published[0] == seen:
                         cond.wait()
