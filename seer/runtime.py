@@ -237,23 +237,32 @@ class Runtime(ABC):
         spec = self.spec
         outputs = spec.model.outputs
         state, start = self.state, self.snapshot
-        agents = spec.agents
-        observations: list[Any] = [None] * len(agents)
-        infos: list[dict] = [None] * len(agents)  # type: ignore[list-item]
-        rewards = np.zeros(len(agents), np.float64)
-        terminations = np.zeros(len(agents), np.bool_)
-        truncations = np.zeros(len(agents), np.bool_)
-        for i, e in enumerate(agents):
-            out = outputs(e, state, start)
-            try:
-                observations[i], rewards[i], terminations[i], truncations[i], infos[i] = out
-            except (TypeError, ValueError) as exc:
-                raise ModelError(
-                    f"outputs() of model {spec.name!r} for entity {e} must return "
-                    f"(observation, reward, terminated, truncated, info); got {out!r} ({exc})"
-                ) from None
-        return StepResult(self._step_index, self._step_index * spec.step_length, observations,
-                          rewards, terminations, truncations, infos)
+        buffers = self._output_buffers()
+        for i, e in enumerate(spec.agents):
+            self._store_output(buffers, i, e, outputs(e, state, start))
+        return self._step_result(buffers)
+
+    def _output_buffers(self) -> tuple:
+        """``(rewards, terminations, truncations, observations, infos)``, one slot per
+        agent, filled by :meth:`_store_output` (from any thread: slots are disjoint)."""
+        k = len(self.spec.agents)
+        return (np.zeros(k, np.float64), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
+                [None] * k, [None] * k)
+
+    def _store_output(self, buffers: tuple, i: int, entity: int, out: Any) -> None:
+        rewards, terms, truncs, observations, infos = buffers
+        try:
+            observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
+        except (TypeError, ValueError) as exc:
+            raise ModelError(
+                f"outputs() of model {self.spec.name!r} for entity {entity} must return "
+                f"(observation, reward, terminated, truncated, info); got {out!r} ({exc})"
+            ) from None
+
+    def _step_result(self, buffers: tuple) -> StepResult:
+        rewards, terms, truncs, observations, infos = buffers
+        return StepResult(self._step_index, self._step_index * self.spec.step_length,
+                          observations, rewards, terms, truncs, infos)
 
     def _handler_failed(self, exc: BaseException, entity: int, kind: str,
                         event: Event | None) -> BaseException:

@@ -34,6 +34,7 @@ __all__ = [
     "assert_outputs_identical",
     "assert_states_identical",
     "busy_ns_per_element",
+    "random_models",
 ]
 
 _MASK64 = (1 << 64) - 1
@@ -335,6 +336,27 @@ class EmptyModel(Model):
     def outputs(self, entity: int, state: StateArrays,
                 start: StateArrays) -> tuple[Any, float, bool, bool, dict]:
         return None, 0.0, False, False, {}
+
+
+def random_models(max_entities: int = 40) -> Any:
+    """A hypothesis strategy of :class:`RandomModel` covering the contract's corners:
+    lookahead 0 (same-time rounds), dense zero-delay self-events, heavy fan-in, silent
+    entities, long chains. Needs the ``dev`` extra (hypothesis)."""
+    from hypothesis import strategies as st
+
+    return st.builds(
+        RandomModel,
+        n_entities=st.integers(1, max_entities),
+        seed=st.integers(0, 2**31),
+        lookahead=st.sampled_from([0.0, 0.1, 0.25, 1.0, 2.5]),
+        step_length=st.sampled_from([0.5, 1.0, 3.0]),
+        fanout=st.integers(0, 3),
+        ttl=st.integers(0, 4),
+        p_zero_delay=st.floats(0.0, 1.0),
+        p_fan_in=st.floats(0.0, 0.8),
+        silent_fraction=st.floats(0.0, 0.9),
+        action_fraction=st.floats(0.0, 1.0),
+    )
 
 
 # -- equivalence -------------------------------------------------------------------------

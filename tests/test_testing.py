@@ -12,21 +12,10 @@ from seer.testing import (
     assert_equivalent,
     assert_outputs_identical,
     busy_ns_per_element,
+    random_models,
 )
 
-models = st.builds(
-    RandomModel,
-    n_entities=st.integers(1, 40),
-    seed=st.integers(0, 2**31),
-    lookahead=st.sampled_from([0.0, 0.1, 0.25, 1.0, 2.5]),
-    step_length=st.sampled_from([0.5, 1.0, 3.0]),
-    fanout=st.integers(0, 3),
-    ttl=st.integers(0, 4),
-    p_zero_delay=st.floats(0.0, 1.0),
-    p_fan_in=st.floats(0.0, 0.6),
-    silent_fraction=st.floats(0.0, 0.9),
-    action_fraction=st.floats(0.0, 1.0),
-)
+models = random_models()
 
 
 def run(model, seed, steps):

@@ -18,8 +18,6 @@ import heapq
 import weakref
 from typing import Any
 
-import numpy as np
-
 from seer.errors import ModelError
 from seer.events import Event
 from seer.model import Model
@@ -260,36 +258,25 @@ class SeerRuntime(WindowedRuntime):
         agents = self.spec.agents
         if self._pool.threads == 1 or len(agents) < 2 * self._pool.threads:
             return super()._outputs()
-        k = len(agents)
-        self._out = (np.zeros(k, np.float64), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
-                     [None] * k, [None] * k)
-        self._pel.publish(range(k))
-        self._pool.run(self._outputs_task, self._abort_window)
-        rewards, terms, truncs, observations, infos = self._out
-        self._out = None
-        return StepResult(self._step_index, self._step_index * self.spec.step_length,
-                          observations, rewards, terms, truncs, infos)
+        self._out = self._output_buffers()
+        self._pel.publish(range(len(agents)))
+        try:
+            self._pool.run(self._outputs_task, self._abort_window)
+            return self._step_result(self._out)
+        finally:
+            self._out = None
 
     def _outputs_task(self, index: int) -> None:
-        from seer.errors import ModelError
-
         claimer = self._workers[index].claimer
         claimer.reset()
         outputs = self.model.outputs
         agents = self.spec.agents
         state, start = self.state, self.snapshot
-        rewards, terms, truncs, observations, infos = self._out
+        buffers, store = self._out, self._store_output
         while (chunk := claimer.claim()) is not None:
             for i in range(chunk[0], chunk[1]):
                 e = agents[i]
-                out = outputs(e, state, start)
-                try:
-                    observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
-                except (TypeError, ValueError) as exc:
-                    raise ModelError(
-                        f"outputs() of model {self.spec.name!r} for entity {e} must return "
-                        f"(observation, reward, terminated, truncated, info); got {out!r} "
-                        f"({exc})") from None
+                store(buffers, i, e, outputs(e, state, start))
 
     def worker_stats(self) -> list[dict[str, Any]]:
         """Per-thread counters (events, entities, CAS retries, busy/idle/CPU time)."""

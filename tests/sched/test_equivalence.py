@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seer
-from seer.testing import BenchModel, RandomModel, assert_equivalent
+from seer.testing import BenchModel, RandomModel, assert_equivalent, random_models
 
 KINDS = ["seer", "static", "global", "executor"]
 THREADS = [1, 2, 3, 4, 8]
@@ -15,19 +15,7 @@ def factory(kind, threads):
     return lambda model: seer.make_runtime(model, kind, threads=threads)
 
 
-models = st.builds(
-    RandomModel,
-    n_entities=st.integers(1, 40),
-    seed=st.integers(0, 2**31),
-    lookahead=st.sampled_from([0.0, 0.1, 0.25, 1.0, 2.5]),
-    step_length=st.sampled_from([0.5, 1.0, 3.0]),
-    fanout=st.integers(0, 3),
-    ttl=st.integers(0, 4),
-    p_zero_delay=st.floats(0.0, 1.0),
-    p_fan_in=st.floats(0.0, 0.8),
-    silent_fraction=st.floats(0.0, 0.9),
-    action_fraction=st.floats(0.0, 1.0),
-)
+models = random_models()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
