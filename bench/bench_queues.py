@@ -63,10 +63,11 @@ def atomic_op(path: str, op: str, threads: int) -> Callable[[int], float]:
 
 
 # -- structures --------------------------------------------------------------------------------
-def leq_push(threads: int) -> Callable[[int], float]:
-    """alloc + write + push of one event, each thread to its own entities."""
+def leq_push(threads: int, targets: int = 64) -> Callable[[int], float]:
+    """alloc + write + push of one event to one of ``targets`` entities in turn
+    (``targets=1``: every thread pushes to one entity, worst-case CAS contention)."""
     def run(loops: int) -> float:
-        leqs = LocalEventQueues.create(64, loops * threads + 4096, n_slabs=threads)
+        leqs = LocalEventQueues.create(targets, loops * threads + 4096, n_slabs=threads)
 
         def body(i: int, n: int) -> None:
             w = leqs.worker(leqs.arena.slab(i))
@@ -74,24 +75,7 @@ def leq_push(threads: int) -> Callable[[int], float]:
             for k in range(n):
                 h = slab.alloc()
                 slab.write(h, float(k), k, 0, 1, None)
-                w.push(k & 63, h)
-
-        return on_threads(threads, body, loops)
-    return run
-
-
-def leq_push_one_target(threads: int) -> Callable[[int], float]:
-    """The same, all threads pushing to one entity: worst-case CAS contention."""
-    def run(loops: int) -> float:
-        leqs = LocalEventQueues.create(1, loops * threads + 4096, n_slabs=threads)
-
-        def body(i: int, n: int) -> None:
-            w = leqs.worker(leqs.arena.slab(i))
-            slab = w.slab
-            for k in range(n):
-                h = slab.alloc()
-                slab.write(h, float(k), k, 0, 1, None)
-                w.push(0, h)
+                w.push(k % targets, h)
 
         return on_threads(threads, body, loops)
     return run
@@ -174,7 +158,7 @@ def main() -> None:
     runner.bench_time_func("leq-push", leq_push(1))
     runner.bench_time_func(f"leq-push-x{CONTENDED_THREADS}", leq_push(CONTENDED_THREADS))
     runner.bench_time_func(f"leq-push-one-target-x{CONTENDED_THREADS}",
-                           leq_push_one_target(CONTENDED_THREADS))
+                           leq_push(CONTENDED_THREADS, targets=1))
     runner.bench_time_func("leq-merge+pop", leq_merge_pop)
     runner.bench_time_func("pel-claim", pel_claim(1))
     runner.bench_time_func(f"pel-claim-x{CONTENDED_THREADS}", pel_claim(CONTENDED_THREADS))

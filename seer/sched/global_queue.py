@@ -23,17 +23,16 @@ from typing import Any
 from seer.events import Event
 from seer.model import Model
 from seer.sched.pool import WorkerPool
-from seer.sched.windows import WindowedRuntime
+from seer.sched.windows import WindowedRuntime, window_bound
 
 __all__ = ["GlobalQueueRuntime"]
 
 
 class _GlobalWorker:
-    __slots__ = ("cal", "cur", "events", "push", "rt")
+    __slots__ = ("cur", "events", "push", "rt")
 
     def __init__(self, rt: GlobalQueueRuntime) -> None:
         self.rt = rt
-        self.cal: list = []  # unused: the global heap is the calendar
         self.cur = -1
         self.events = 0
         self.push = self._push
@@ -93,15 +92,8 @@ class GlobalQueueRuntime(WindowedRuntime):
     def _run(self, t_end: float) -> None:
         g = self._global
         lookahead = self.spec.lookahead
-        from seer.events import DEPTH_SHIFT
-
         while g and g[0][0] < t_end:
-            t_min, s_min = g[0][0], g[0][1]
-            end = t_min + lookahead
-            if end > t_min:
-                self._bound = (end if end < t_end else t_end, -1)
-            else:
-                self._bound = (t_min, ((s_min >> DEPTH_SHIFT) + 1) << DEPTH_SHIFT)
+            self._bound = window_bound(g[0][0], g[0][1], t_end, lookahead)
             self._abort = False
             try:
                 if self._threads == 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from seer.errors import ModelError
@@ -46,12 +47,14 @@ class _Worker:
     """Thread ``index``'s private state: its LEQ handle (slab + atomics accessor), its PEL
     claimer, the calendar entries it produced this window, and the entity it runs."""
 
-    __slots__ = ("cal", "claimer", "cur", "cur_heap", "events", "index", "leq", "overflow",
-                 "push", "slab", "stats")
+    __slots__ = ("cal", "claimer", "cur", "cur_heap", "events", "heaps", "index", "leq",
+                 "overflow", "push", "run_events", "slab", "stats")
 
-    def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer,
-                 stats: WorkerStats) -> None:
+    def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer, stats: WorkerStats,
+                 run_events: Callable[..., int]) -> None:
         self.index = index
+        self.heaps = leq.leqs.heaps
+        self.run_events = run_events  # WindowedRuntime._run_entity
         self.leq = leq
         self.slab = leq.slab
         self.claimer = claimer
@@ -62,6 +65,14 @@ class _Worker:
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
         self.push = self._push  # one bound method, made once, handed to contexts
+
+    def run(self, e: int, bound: tuple[float, int]) -> None:
+        """Run claimed entity ``e``'s events ``< bound``: merge its intake, then its heap."""
+        self.cur = e
+        self.cur_heap = self.heaps[e]
+        self.leq.merge(e)
+        self.events += self.run_events(e, bound, self.push, self.cal)
+        self.stats.entities += 1
 
     def _push(self, ev: Event) -> None:
         target = ev[2]
@@ -137,7 +148,7 @@ class SeerRuntime(WindowedRuntime):
         threads = self._pool.threads
         self._workers = [
             _Worker(i, self._leqs.worker(self._arena.slab(i), self._atomics_path),
-                    self._pel.claimer(threads), self._pool.stats[i])
+                    self._pel.claimer(threads), self._pool.stats[i], self._run_entity)
             for i in range(threads)
         ]
 
@@ -211,21 +222,9 @@ class SeerRuntime(WindowedRuntime):
 
     def _run_inline(self, ready: list[int], bound: tuple[float, int]) -> None:
         """Run a window on the caller alone (one thread, or one ready entity)."""
-        w = self._workers[0]
-        heaps = self._leqs.heaps
-        merge = w.leq.merge
-        run_entity = self._run_entity
-        push, cal = w.push, w.cal
-        n = 0
-        try:
-            for e in ready:
-                w.cur = e
-                w.cur_heap = heaps[e]
-                merge(e)
-                n += run_entity(e, bound, push, cal)
-        finally:
-            w.events += n
-            w.stats.entities += len(ready)
+        run = self._workers[0].run
+        for e in ready:
+            run(e, bound)
 
     def _window_task(self, index: int) -> None:
         w = self._workers[index]
@@ -233,22 +232,14 @@ class SeerRuntime(WindowedRuntime):
         claimer.reset()
         items = self._pel.items
         bound = self._bound
-        heaps = self._leqs.heaps
-        merge = w.leq.merge
-        run_entity = self._run_entity
-        push, cal = w.push, w.cal
-        stats = w.stats
+        run = w.run
         try:
             while not self._abort:
                 chunk = claimer.claim()
                 if chunk is None:
                     return
                 for e in items[chunk[0]:chunk[1]].tolist():
-                    w.cur = e
-                    w.cur_heap = heaps[e]
-                    merge(e)
-                    w.events += run_entity(e, bound, push, cal)
-                    stats.entities += 1
+                    run(e, bound)
         except BaseException:
             self._abort = True
             raise

@@ -18,23 +18,15 @@ class StaticRuntime(SeerRuntime):
     kind = "static"
 
     def _window_task(self, index: int) -> None:
-        w = self._workers[index]
+        run = self._workers[index].run
         bound = self._bound
         threads = self._pool.threads
-        heaps = self._leqs.heaps
-        merge = w.leq.merge
-        run_entity = self._run_entity
-        push, cal = w.push, w.cal
         try:
             for e in self._ready:
                 if e % threads == index:
                     if self._abort:
                         return
-                    w.cur = e
-                    w.cur_heap = heaps[e]
-                    merge(e)
-                    w.events += run_entity(e, bound, push, cal)
-                    w.stats.entities += 1
+                    run(e, bound)
         except BaseException:
             self._abort = True
             raise

@@ -35,9 +35,19 @@ from seer.model import Model
 from seer.runtime import Runtime
 from seer.sched.interrupts import deferred_interrupt
 
-__all__ = ["WindowedRuntime"]
+__all__ = ["WindowedRuntime", "window_bound"]
 
 _heappush = heapq.heappush
+
+
+def window_bound(t_min: float, s_min: int, t_end: float,
+                 lookahead: float) -> tuple[float, int]:
+    """The κ bound ``B`` of the window whose earliest event is ``(t_min, s_min)``, cut at
+    the step end ``t_end`` (see the module docstring)."""
+    end = t_min + lookahead
+    if end > t_min:
+        return (end if end < t_end else t_end, -1)
+    return (t_min, ((s_min >> DEPTH_SHIFT) + 1) << DEPTH_SHIFT)
 
 
 class WindowedRuntime(Runtime):
@@ -130,12 +140,7 @@ class WindowedRuntime(Runtime):
         mark = self._mark
         pop = heapq.heappop
         while calendar and calendar[0][0] < t_end:
-            t_min, s_min, _ = calendar[0]
-            end = t_min + lookahead
-            if end > t_min:
-                bound = (end if end < t_end else t_end, -1)
-            else:
-                bound = (t_min, ((s_min >> DEPTH_SHIFT) + 1) << DEPTH_SHIFT)
+            bound = window_bound(calendar[0][0], calendar[0][1], t_end, lookahead)
             self._window_id += 1
             wid = self._window_id
             ready = []
@@ -157,7 +162,8 @@ class WindowedRuntime(Runtime):
                     calendar_out: list) -> int:
         """Run entity ``e``'s events ``< bound`` from its heap in κ order, with emits going
         to ``push``; append the entity's next head to ``calendar_out``. Returns the number
-        of events run. On an exception, ``self._failed_event`` is left for the caller."""
+        of events run. An exception leaves with the event attached as ``__seer_event__``
+        (see :meth:`_raise_failure`)."""
         heap = self._heaps[e]
         ctx = self._contexts[e]
         ctx._push = push
