@@ -110,8 +110,8 @@ class LocalEventQueues:
 class LeqWorker:
     """One thread's access to all LEQs. ``cas_retries`` counts failed compare-exchanges."""
 
-    __slots__ = ("_acc", "_base", "_cas", "_heads", "_heaps", "_n", "_next", "_s", "_sa",
-                 "_xchg", "cas_retries", "leqs", "slab")
+    __slots__ = ("_acc", "_base", "_cas", "_heaps", "_n", "_next", "_s", "_sa", "_xchg",
+                 "cas_retries", "heads", "leqs", "slab")
 
     def __init__(self, leqs: LocalEventQueues, slab: ArenaSlab, acc: Any) -> None:
         self.leqs = leqs
@@ -120,8 +120,9 @@ class LeqWorker:
         self._heaps = leqs.heaps
         self._n = leqs.n_entities
         self._next = slab.next
-        # A plain (non-atomic) view of the heads, for the emptiness pre-check in merge().
-        self._heads = memoryview(leqs.words.array).cast("B").cast("q")
+        # This thread's plain (non-atomic) view of the heads, for emptiness pre-checks
+        # (see merge()).
+        self.heads = memoryview(leqs.words.array).cast("B").cast("q")
         self.cas_retries = 0
         if isinstance(acc, FastAccessor):
             # Inline the patomic calls on the hot path (same conventions as FastAccessor).
@@ -185,7 +186,7 @@ class LeqWorker:
         (the window barrier orders it), and a push racing with this read is for a later
         window (lookahead), so it is merged at the entity's next claim."""
         heap = self._heaps[entity]
-        if self._heads[entity] == NIL:
+        if self.heads[entity] == NIL:
             return heap
         h = self.take(entity)
         if h == NIL:

@@ -13,8 +13,11 @@ import weakref
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
 
+import numpy as np
+
 from seer.events import Event
 from seer.model import Model
+from seer.sched.calendar import CalendarBatch
 from seer.sched.windows import WindowedRuntime
 
 __all__ = ["ExecutorRuntime"]
@@ -29,7 +32,7 @@ class _Runner:
 
     def __init__(self, inboxes: list[deque]) -> None:
         self.inboxes = inboxes
-        self.cal: list[tuple[float, int, int]] = []
+        self.cal = CalendarBatch()
         self.cur = -1
         self.heap: list[Event] = []
         self.push = self._push
@@ -39,7 +42,7 @@ class _Runner:
             _heappush(self.heap, ev)
         else:
             self.inboxes[ev[2]].append(ev)
-            self.cal.append((ev[0], ev[1], ev[2]))
+            self.cal.add(ev[0], ev[1], ev[2])
 
 
 class ExecutorRuntime(WindowedRuntime):
@@ -87,11 +90,12 @@ class ExecutorRuntime(WindowedRuntime):
             raise
         return n, runner.cal
 
-    def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
+    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
         self._abort = False
         size = max(1, -(-len(ready) // (4 * self._threads)))
-        chunks = [ready[i:i + size] for i in range(0, len(ready), size)]
+        entities = ready.tolist()
+        chunks = [entities[i:i + size] for i in range(0, len(entities), size)]
         futures = [self._executor.submit(self._run_chunk, c) for c in chunks]
         try:
             wait(futures)
@@ -107,8 +111,7 @@ class ExecutorRuntime(WindowedRuntime):
         calendar = self._calendar
         for n, cal in (f.result() for f in futures):
             self.events_run += n
-            for entry in cal:
-                _heappush(calendar, entry)
+            calendar.extend(cal)
 
     def close(self) -> None:
         self._finalizer.detach()

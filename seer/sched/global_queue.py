@@ -20,6 +20,8 @@ import threading
 import weakref
 from typing import Any
 
+import numpy as np
+
 from seer.events import Event
 from seer.model import Model
 from seer.sched.pool import WorkerPool
@@ -156,7 +158,7 @@ class GlobalQueueRuntime(WindowedRuntime):
             self._abort = True
             raise
 
-    def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
+    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         raise AssertionError("GlobalQueueRuntime does not use per-entity windows")
 
     def worker_stats(self) -> list[dict[str, Any]]:

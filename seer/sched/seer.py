@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import heapq
 import weakref
-from collections.abc import Callable
+from types import MethodType
 from typing import Any
+
+import numpy as np
 
 from seer.errors import ModelError
 from seer.events import Event
@@ -30,8 +32,10 @@ from seer.queues import (
     LocalEventQueues,
     ParallelExecutiveList,
 )
+from seer.queues.arena import NIL
 from seer.queues.pel import PelClaimer
 from seer.runtime import StepResult
+from seer.sched.calendar import CalendarBatch
 from seer.sched.pool import WorkerPool, WorkerStats
 from seer.sched.windows import WindowedRuntime
 
@@ -41,38 +45,81 @@ __all__ = ["MAX_THREADS", "SeerRuntime"]
 MAX_THREADS = 256
 
 _heappush = heapq.heappush
+_heappop = heapq.heappop
 
 
 class _Worker:
     """Thread ``index``'s private state: its LEQ handle (slab + atomics accessor), its PEL
-    claimer, the calendar entries it produced this window, and the entity it runs."""
+    claimer, the calendar entries it produced this window, and the entity it runs.
 
-    __slots__ = ("cal", "claimer", "cur", "cur_heap", "events", "heaps", "index", "leq",
-                 "overflow", "push", "run_events", "slab", "stats")
+    Free-threaded CPython keeps reference counts of an object shared by several threads in
+    an atomic field, so every load of such an object from a hot loop costs a contended
+    atomic. The worker therefore holds its own bound methods of the handlers, and
+    :meth:`run_entities` loads every shared container once per chunk, not per event."""
+
+    __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "handlers",
+                 "heads", "heaps", "index", "leq", "overflow", "push", "slab", "stats")
 
     def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer, stats: WorkerStats,
-                 run_events: Callable[..., int]) -> None:
+                 contexts: list, handlers: tuple) -> None:
         self.index = index
         self.heaps = leq.leqs.heaps
-        self.run_events = run_events  # WindowedRuntime._run_entity
+        self.contexts = contexts
+        self.handlers = tuple(
+            MethodType(h.__func__, h.__self__) if isinstance(h, MethodType) else h
+            for h in handlers)
         self.leq = leq
+        self.heads = leq.heads  # plain view of the intake heads, for the emptiness check
         self.slab = leq.slab
         self.claimer = claimer
         self.stats = stats
-        self.cal: list[tuple[float, int, int]] = []
+        self.cal = CalendarBatch()
         self.cur = -1
         self.cur_heap: list[Event] = []
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
         self.push = self._push  # one bound method, made once, handed to contexts
 
-    def run(self, e: int, bound: tuple[float, int]) -> None:
-        """Run claimed entity ``e``'s events ``< bound``: merge its intake, then its heap."""
-        self.cur = e
-        self.cur_heap = self.heaps[e]
-        self.leq.merge(e)
-        self.events += self.run_events(e, bound, self.push, self.cal)
-        self.stats.entities += 1
+    def run_entities(self, entities: list[int], bound: tuple[float, int]) -> None:
+        """Run each claimed entity's events ``< bound`` in κ order: merge its intake into
+        its heap, run the heap's prefix, list its next head in the calendar batch.
+
+        Same event sequence per entity as :meth:`WindowedRuntime._run_entity` (which the
+        other runtimes use); this copy is the SEER hot loop, with everything in locals.
+        An exception leaves with the event attached as ``__seer_event__``."""
+        heaps, contexts, handlers = self.heaps, self.contexts, self.handlers
+        heads, merge, push = self.heads, self.leq.merge, self.push
+        cal = self.cal
+        cal_t, cal_s, cal_e = cal.t.append, cal.s.append, cal.e.append
+        pop = _heappop
+        n = 0
+        try:
+            for e in entities:
+                heap = heaps[e]
+                if heads[e] != NIL:
+                    merge(e)
+                self.cur = e
+                self.cur_heap = heap
+                ctx = contexts[e]
+                ctx._push = push
+                while heap and heap[0] < bound:
+                    ev = pop(heap)
+                    ctx.now = ev[0]
+                    ctx._seq = ev[1]
+                    try:
+                        handlers[ev[3]](ctx, ev)
+                    except BaseException as exc:
+                        exc.__seer_event__ = ev  # type: ignore[attr-defined]
+                        raise
+                    n += 1
+                if heap:
+                    head = heap[0]
+                    cal_t(head[0])
+                    cal_s(head[1])
+                    cal_e(e)
+        finally:
+            self.events += n
+            self.stats.entities += len(entities)
 
     def _push(self, ev: Event) -> None:
         target = ev[2]
@@ -89,7 +136,10 @@ class _Worker:
         else:
             slab.write_event(h, ev)
             self.leq.push(target, h)
-        self.cal.append((ev[0], ev[1], target))
+        cal = self.cal
+        cal.t.append(ev[0])
+        cal.s.append(ev[1])
+        cal.e.append(target)
 
 
 class SeerRuntime(WindowedRuntime):
@@ -120,6 +170,7 @@ class SeerRuntime(WindowedRuntime):
         self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads)
         self._leqs.heaps = self._heaps  # the LEQs' private layer is the runtime's heaps
         self._pel = ParallelExecutiveList(n, self._buffer, pel_regions)
+        self._agent_positions = np.arange(len(self.spec.agents), dtype=np.int64)
         self._atomics_path = atomics_path
         if threads > MAX_THREADS:
             raise ModelError(f"threads must be <= {MAX_THREADS}, got {threads}")
@@ -148,7 +199,8 @@ class SeerRuntime(WindowedRuntime):
         threads = self._pool.threads
         self._workers = [
             _Worker(i, self._leqs.worker(self._arena.slab(i), self._atomics_path),
-                    self._pel.claimer(threads), self._pool.stats[i], self._run_entity)
+                    self._pel.claimer(threads), self._pool.stats[i], self._contexts,
+                    self._handlers)
             for i in range(threads)
         ]
 
@@ -191,7 +243,7 @@ class SeerRuntime(WindowedRuntime):
     def _abort_window(self) -> None:
         self._abort = True
 
-    def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
+    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
         self._abort = False
         try:
@@ -208,8 +260,7 @@ class SeerRuntime(WindowedRuntime):
     def _collect_calendar(self) -> None:
         calendar = self._calendar
         for w in self._workers:
-            for entry in w.cal:
-                _heappush(calendar, entry)
+            calendar.extend(w.cal)
             w.cal.clear()
             for ev in w.overflow:
                 _heappush(self._leqs.heaps[ev[2]], ev)
@@ -220,11 +271,9 @@ class SeerRuntime(WindowedRuntime):
             w.stats.cas_retries += w.leq.cas_retries
             w.leq.cas_retries = 0
 
-    def _run_inline(self, ready: list[int], bound: tuple[float, int]) -> None:
+    def _run_inline(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         """Run a window on the caller alone (one thread, or one ready entity)."""
-        run = self._workers[0].run
-        for e in ready:
-            run(e, bound)
+        self._workers[0].run_entities(ready.tolist(), bound)
 
     def _window_task(self, index: int) -> None:
         w = self._workers[index]
@@ -232,14 +281,13 @@ class SeerRuntime(WindowedRuntime):
         claimer.reset()
         items = self._pel.items
         bound = self._bound
-        run = w.run
+        run = w.run_entities
         try:
             while not self._abort:
                 chunk = claimer.claim()
                 if chunk is None:
                     return
-                for e in items[chunk[0]:chunk[1]].tolist():
-                    run(e, bound)
+                run(items[chunk[0]:chunk[1]].tolist(), bound)
         except BaseException:
             self._abort = True
             raise
@@ -250,7 +298,7 @@ class SeerRuntime(WindowedRuntime):
         if self._pool.threads == 1 or len(agents) < 2 * self._pool.threads:
             return super()._outputs()
         self._out = self._output_buffers()
-        self._pel.publish(range(len(agents)))
+        self._pel.publish(self._agent_positions)
         try:
             self._pool.run(self._outputs_task, self._abort_window)
             return self._step_result(self._out)

@@ -7,9 +7,14 @@ at the barrier while others work — the case dynamic sharing is for.
 
 from __future__ import annotations
 
+import numpy as np
+
 from seer.sched.seer import SeerRuntime
 
 __all__ = ["StaticRuntime"]
+
+#: Entities run between two looks at the abort flag (another thread failed, or Ctrl-C).
+ABORT_CHECK_EVERY = 32
 
 
 class StaticRuntime(SeerRuntime):
@@ -18,19 +23,19 @@ class StaticRuntime(SeerRuntime):
     kind = "static"
 
     def _window_task(self, index: int) -> None:
-        run = self._workers[index].run
-        bound = self._bound
         threads = self._pool.threads
+        ready = self._ready
+        mine = ready[ready % threads == index].tolist()
+        run, bound = self._workers[index].run_entities, self._bound
         try:
-            for e in self._ready:
-                if e % threads == index:
-                    if self._abort:
-                        return
-                    run(e, bound)
+            for i in range(0, len(mine), ABORT_CHECK_EVERY):
+                if self._abort:
+                    return
+                run(mine[i:i + ABORT_CHECK_EVERY], bound)
         except BaseException:
             self._abort = True
             raise
 
-    def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
+    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._ready = ready
         super()._run_window(ready, bound)

@@ -1,9 +1,9 @@
 """Conservative windows (DESIGN.md section 4): what every parallel runtime here shares.
 
 Pending events live in per-entity heaps (subclasses decide how cross-entity events reach
-them). A *calendar* — a heap of ``(τ, seq, entity)`` entries — knows when each entity next
-has work, so finding the next window never scans all entities. Each window has a bound
-``B`` in κ order:
+them). A *calendar* of ``(τ, seq, entity)`` entries (:mod:`seer.sched.calendar`) knows when
+each entity next has work, so finding the next window never scans all entities. Each
+window has a bound ``B`` in κ order:
 
 * lookahead ``L > 0`` (and ``t_min + L > t_min`` in floating point):
   ``B = (min(t_min + L, τ_{t+1}), -1)``, i.e. every event with ``τ < t_min + L``. A
@@ -30,9 +30,12 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from seer.events import DEPTH_SHIFT, Event
 from seer.model import Model
 from seer.runtime import Runtime
+from seer.sched.calendar import Calendar, CalendarBatch
 from seer.sched.interrupts import deferred_interrupt
 
 __all__ = ["WindowedRuntime", "window_bound"]
@@ -69,9 +72,7 @@ class WindowedRuntime(Runtime):
         self._threads = threads
         n = model.n_entities if isinstance(model, Model) else 0
         self._heaps: list[list[Event]] = [[] for _ in range(n)]
-        self._calendar: list[tuple[float, int, int]] = []
-        self._mark = [0] * n  # window id in which an entity was last made ready
-        self._window_id = 0
+        self._calendar = Calendar(n)
         self._interrupted = False
         self.windows_run = 0
         super().__init__(model, debug=False)
@@ -87,7 +88,7 @@ class WindowedRuntime(Runtime):
 
     def _coordinator_push(self, ev: Event) -> None:
         _heappush(self._heaps[ev[2]], ev)
-        _heappush(self._calendar, (ev[0], ev[1], ev[2]))
+        self._calendar.add(ev[0], ev[1], ev[2])
 
     def _push_external(self, event: Event) -> None:
         self._coordinator_push(event)
@@ -137,31 +138,22 @@ class WindowedRuntime(Runtime):
     def _run(self, t_end: float) -> None:
         calendar = self._calendar
         lookahead = self.spec.lookahead
-        mark = self._mark
-        pop = heapq.heappop
-        while calendar and calendar[0][0] < t_end:
-            bound = window_bound(calendar[0][0], calendar[0][1], t_end, lookahead)
-            self._window_id += 1
-            wid = self._window_id
-            ready = []
-            while calendar and calendar[0] < bound:
-                e = pop(calendar)[2]
-                if mark[e] != wid:
-                    mark[e] = wid
-                    ready.append(e)
-            self._run_window(ready, bound)
+        while (head := calendar.head()) is not None and head[0] < t_end:
+            bound = window_bound(head[0], head[1], t_end, lookahead)
+            self._run_window(calendar.pop_ready(bound), bound)
             self.windows_run += 1
             if self._interrupted:
                 raise KeyboardInterrupt
 
-    def _run_window(self, ready: list[int], bound: tuple[float, int]) -> None:
+    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
+        """Run every entity in ``ready`` (distinct ids) on its events ``< bound``."""
         raise NotImplementedError
 
     # -- running one entity (used by every subclass, on any thread) --------------------------
     def _run_entity(self, e: int, bound: tuple[float, int], push: Callable[[Event], Any],
-                    calendar_out: list) -> int:
+                    calendar_out: CalendarBatch) -> int:
         """Run entity ``e``'s events ``< bound`` from its heap in κ order, with emits going
-        to ``push``; append the entity's next head to ``calendar_out``. Returns the number
+        to ``push``; add the entity's next head to ``calendar_out``. Returns the number
         of events run. An exception leaves with the event attached as ``__seer_event__``
         (see :meth:`_raise_failure`)."""
         heap = self._heaps[e]
@@ -182,7 +174,9 @@ class WindowedRuntime(Runtime):
             n += 1
         if heap:
             head = heap[0]
-            calendar_out.append((head[0], head[1], e))
+            calendar_out.t.append(head[0])
+            calendar_out.s.append(head[1])
+            calendar_out.e.append(e)
         return n
 
     def _raise_failure(self, exc: BaseException) -> None:

@@ -1,0 +1,108 @@
+"""The two-level calendar against a plain sorted list of entries."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from seer.events import DEPTH_SHIFT
+from seer.sched.calendar import SMALL, Calendar, CalendarBatch
+from seer.sched.windows import window_bound
+
+
+def _random_batch(rng: random.Random, n_entities: int, t_low: float, size: int,
+                  same_time: bool) -> CalendarBatch:
+    batch = CalendarBatch()
+    for _ in range(size):
+        if same_time and rng.random() < 0.5:
+            t = t_low  # ties on τ, told apart by seq (depth rounds)
+        else:
+            t = t_low + rng.choice([0.0, 0.25, 0.5, 1.0, rng.random() * 10])
+        depth = rng.randrange(3)
+        batch.add(t, (depth << DEPTH_SHIFT) | rng.randrange(1 << 20), rng.randrange(n_entities))
+    return batch
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_windows_match_a_sorted_list(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.choice([1, 5, 50, 500])
+    lookahead = rng.choice([0.0, 0.25, 1.0])
+    calendar, reference = Calendar(n), []
+    t_low = 0.0
+    for window in range(60):
+        # As in the runtimes: every entry added is at or after the current bound.
+        size = rng.choice([0, 1, 3, SMALL - 1, SMALL, 3 * SMALL, 700])
+        batch = _random_batch(rng, n, t_low, size, same_time=lookahead == 0.0)
+        calendar.extend(batch)
+        reference += zip(batch.t, batch.s, batch.e, strict=True)
+        reference.sort()
+        assert len(calendar) == len(reference)
+        head = calendar.head()
+        if not reference:
+            assert head is None
+            continue
+        assert head == reference[0][:2]
+        bound = window_bound(head[0], head[1], head[0] + rng.choice([0.5, 3.0, 50.0]),
+                             lookahead)
+        ready = calendar.pop_ready(bound)
+        taken = [entry for entry in reference if entry < bound]
+        reference = [entry for entry in reference if not entry < bound]
+        expected = list(dict.fromkeys(e for _, _, e in taken))
+        assert taken, "the head is always ready"
+        assert sorted(ready.tolist()) == sorted(expected)
+        assert len(set(ready.tolist())) == len(ready)
+        assert calendar.entries() == reference, f"window {window}"
+        t_low = bound[0]
+
+
+def test_duplicates_keep_first_occurrence_order() -> None:
+    calendar = Calendar(10)
+    batch = CalendarBatch()
+    for t, e in [(1.0, 7), (2.0, 3), (3.0, 7), (4.0, 1), (5.0, 3)]:
+        batch.add(t, 0, e)
+    calendar.extend(batch)
+    assert calendar.pop_ready((10.0, -1)).tolist() == [7, 3, 1]
+    assert not calendar
+    assert calendar.head() is None
+    assert calendar.pop_ready((99.0, -1)).tolist() == []
+
+
+def test_large_batches_become_sorted_runs_and_merge() -> None:
+    calendar = Calendar(100_000)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        batch = CalendarBatch()
+        for t, e in zip(rng.random(1000).tolist(), rng.integers(0, 100_000, 1000).tolist(),
+                        strict=True):
+            batch.add(t, 0, e)
+        calendar.extend(batch)
+        calendar.head()
+        # the timsort rule keeps run sizes more than doubling downwards
+        sizes = [len(r) for r in calendar._runs]
+        assert all(2 * above < below for below, above in itertools.pairwise(sizes))
+    assert len(calendar) == 12_000
+    calendar.clear()
+    assert len(calendar) == 0 and calendar.head() is None
+
+
+def test_lookahead_zero_round_takes_only_the_lower_depth() -> None:
+    calendar = Calendar(4)
+    batch = CalendarBatch()
+    for _ in range(SMALL):  # large enough for the numpy level
+        batch.add(1.0, 0, 0)
+    batch.add(1.0, 1 << DEPTH_SHIFT, 1)
+    batch.add(1.0, 2 << DEPTH_SHIFT, 2)
+    batch.add(0.5, 5, 3)
+    calendar.extend(batch)
+    assert calendar.head() == (0.5, 5)
+    assert calendar.pop_ready(window_bound(0.5, 5, 9.0, 0.0)).tolist() == [3]
+    head = calendar.head()
+    assert head == (1.0, 0)
+    assert calendar.pop_ready(window_bound(*head, 9.0, 0.0)).tolist() == [0]
+    assert calendar.pop_ready(window_bound(*calendar.head(), 9.0, 0.0)).tolist() == [1]
+    assert calendar.pop_ready(window_bound(*calendar.head(), 9.0, 0.0)).tolist() == [2]
+    assert calendar.head() is None
