@@ -145,10 +145,9 @@ def deque_ops(loops: int) -> float:
 def main() -> None:
     runner = pyperf.Runner()
     runner.metadata["description"] = __doc__.splitlines()[0]
-    from seer.cli import interpreter_facts  # pyperf workers run this file as a script
+    from seer.cli import pyperf_metadata  # pyperf workers run this file as a script
 
-    for key, value in interpreter_facts().items():
-        runner.metadata[f"seer_{key.replace(' ', '_')}"] = value
+    runner.metadata.update(pyperf_metadata())
     paths = ["public", "fast"] if fast_path_available() else ["public"]
     for path in paths:
         for op in ("load", "fetch_add", "cas"):

@@ -3,12 +3,15 @@
     .venv/bin/python -m bench.bench_runtimes --fast -o runtimes.json
     .venv/bin/python -m bench.bench_runtimes --fast --workload aircraft --entities 800 --costs 200
     .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --entities 1600 --costs 15
+    .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --gains 0 2 8 \
+        --runtimes serial seer:2 static-block:2
 
 Each pyperf benchmark times one environment step (same model, seed and actions for every
 runtime, after a warm-up step) of ``seer.testing.BenchModel`` (``--entities`` entities,
 each event doing ``cost`` µs of numpy work) or of a workload (``--workload``, whose
-``cost_us`` knob ``--costs`` sets). At the end the main process prints throughput
-as ratios over serial for each cost (measured in this run).
+``cost_us`` knob ``--costs`` sets; for PCS, ``--gains`` sets the moving hotspot's peak).
+At the end the main process prints throughput as ratios over serial for each
+configuration (measured in this run).
 """
 
 from __future__ import annotations
@@ -19,25 +22,19 @@ from collections.abc import Callable
 import pyperf
 
 import seer
+from seer.cli import pyperf_metadata
 from seer.testing import BenchModel, EmptyModel
 
-RUNTIMES = [("serial", 1), ("seer", 1), ("seer", 2), ("static", 2), ("global", 2),
-            ("executor", 2)]
-
-
-def record_environment(runner: pyperf.Runner) -> None:
-    """Interpreter, GIL state, cores and package versions, in every result file."""
-    from seer.cli import interpreter_facts
-
-    for key, value in interpreter_facts().items():
-        runner.metadata[f"seer_{key.replace(' ', '_')}"] = value
+RUNTIMES = [("serial", 1), ("seer", 1), ("seer", 2), ("static", 2), ("static-block", 2),
+            ("global", 2), ("executor", 2)]
 
 
 def label(kind: str, threads: int) -> str:
     return "serial" if kind == "serial" else f"{kind}({threads})"
 
 
-def make_model(workload: str, entities: int, cost: float, fanout: int) -> seer.Model:
+def make_model(workload: str, entities: int, cost: float, fanout: int,
+               gain: float = 2.0) -> seer.Model:
     if workload == "aircraft":
         from workloads.aircraft import Aircraft
 
@@ -46,16 +43,16 @@ def make_model(workload: str, entities: int, cost: float, fanout: int) -> seer.M
         from workloads.pcs import PCS
 
         side = round(entities ** 0.5)
-        return PCS(side, side, cost_us=cost)
+        return PCS(side, side, cost_us=cost, hotspot_gain=gain)
     if workload == "empty":
         return EmptyModel(entities, per_step=10)
     return BenchModel(entities, cost_us=cost, fanout=fanout)
 
 
 def step_timer(workload: str, entities: int, cost: float, kind: str, threads: int,
-               fanout: int) -> Callable[[int], float]:
+               fanout: int, gain: float = 2.0) -> Callable[[int], float]:
     def run(loops: int) -> float:
-        model = make_model(workload, entities, cost, fanout)
+        model = make_model(workload, entities, cost, fanout, gain)
         runtime = seer.make_runtime(model, kind, threads=threads)
         try:
             # Every call times the same steps 1..loops after a reset, whatever the runtime.
@@ -73,7 +70,8 @@ def step_timer(workload: str, entities: int, cost: float, kind: str, threads: in
 def _worker_args(cmd: list[str], args: object) -> None:
     """Pass this script's own options on to pyperf's worker processes."""
     cmd.extend(["--workload", args.workload, "--entities", *[str(n) for n in args.entities],
-                "--fanout", str(args.fanout), "--costs", *[str(c) for c in args.costs]])
+                "--fanout", str(args.fanout), "--costs", *[str(c) for c in args.costs],
+                "--gains", *[str(g) for g in args.gains]])
     if args.runtimes:
         cmd.extend(["--runtimes", *args.runtimes])
 
@@ -89,32 +87,45 @@ def main() -> None:
     cmd.add_argument("--fanout", type=int, default=1)
     cmd.add_argument("--runtimes", nargs="+", default=None,
                      help="subset, e.g. serial seer:2 static:2")
+    cmd.add_argument("--gains", type=float, nargs="+", default=[2.0],
+                     help="PCS only: peak of the moving traffic hotspot (0 = none)")
     args = runner.parse_args()
     runtimes = RUNTIMES
     if args.runtimes:
         runtimes = [(r.split(":")[0], int(r.split(":")[1]) if ":" in r else 1)
                     for r in args.runtimes]
-    record_environment(runner)
-    results: dict[tuple[int, float, str], float] = {}
-    prefix = "step" if args.workload == "bench" else args.workload
+    runner.metadata.update(pyperf_metadata())  # interpreter, GIL, cores, versions
+    results: dict[tuple[str, str], float] = {}
+    configs = []
     for n in args.entities:
         for cost in args.costs:
-            for kind, threads in runtimes:
-                name = f"{prefix}-n{n}-cost{cost:g}us-{label(kind, threads)}"
-                bench = runner.bench_time_func(name, step_timer(args.workload, n, cost, kind,
-                                                                threads, args.fanout))
-                if bench is not None and not args.worker and bench.get_nvalue():
-                    results[(n, cost, label(kind, threads))] = bench.mean()
+            for gain in args.gains if args.workload == "pcs" else [2.0]:
+                configs.append((config_name(args.workload, n, cost, gain), n, cost, gain))
+    for config, n, cost, gain in configs:
+        for kind, threads in runtimes:
+            bench = runner.bench_time_func(
+                f"{config}-{label(kind, threads)}",
+                step_timer(args.workload, n, cost, kind, threads, args.fanout, gain))
+            if bench is not None and not args.worker and bench.get_nvalue():
+                results[(config, label(kind, threads))] = bench.median()
     if results and not args.worker:
         names = [label(k, t) for k, t in runtimes]
-        print(f"\nthroughput relative to {names[0]} ({args.workload}; >1 is faster)")
-        print("entities | cost µs | " + " | ".join(f"{x:>12}" for x in names))
-        for n in args.entities:
-            for cost in args.costs:
-                base = results.get((n, cost, names[0]))
-                row = [f"{base / results[(n, cost, x)]:12.2f}" if base and (n, cost, x)
-                       in results else f"{'-':>12}" for x in names]
-                print(f"{n:8d} | {cost:7g} | " + " | ".join(row))
+        print(f"\nthroughput relative to {names[0]} (median step time; >1 is faster)")
+        print(f"{'configuration':>32} | " + " | ".join(f"{x:>15}" for x in names))
+        for config, *_ in configs:
+            base = results.get((config, names[0]))
+            row = [f"{base / results[(config, x)]:15.2f}" if base and (config, x) in results
+                   else f"{'-':>15}" for x in names]
+            print(f"{config:>32} | " + " | ".join(row))
+
+
+def config_name(workload: str, entities: int, cost: float, gain: float) -> str:
+    """Benchmark name prefix, e.g. ``aircraft-n800-cost200us`` or
+    ``pcs-n1600-cost15us-gain2``."""
+    prefix = "step" if workload == "bench" else workload
+    name = f"{prefix}-n{entities}-cost{cost:g}us"
+    return f"{name}-gain{gain:g}" if workload == "pcs" else name
+
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@ variance): how evenly the work lands on the threads.
 
     .venv/bin/python -m bench.load_balance --workload aircraft --entities 800 --cost 200 \\
         --threads 2 --steps 20 -o load_balance.json
+    .venv/bin/python -m bench.load_balance --workload pcs --entities 1600 --cost 15 --gain 8
 
 Plain timing (not pyperf): per-thread CPU seconds come from ``time.thread_time`` inside the
 worker pool (``WorkerStats.cpu_s``), summed over the measured steps.
@@ -18,12 +19,12 @@ import time
 import seer
 from bench.bench_runtimes import make_model
 
-KINDS = ("seer", "static", "global")
+KINDS = ("seer", "static", "static-block", "global")
 
 
 def measure(workload: str, entities: int, cost: float, kind: str, threads: int,
-            steps: int) -> dict:
-    model = make_model(workload, entities, cost, 1)
+            steps: int, gain: float = 2.0) -> dict:
+    model = make_model(workload, entities, cost, 1, gain)
     rt = seer.make_runtime(model, kind, threads=threads)
     try:
         rt.reset(0)
@@ -49,10 +50,12 @@ def main() -> None:
     parser.add_argument("--cost", type=float, default=200.0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--gain", type=float, default=2.0,
+                        help="PCS only: peak of the moving traffic hotspot")
     parser.add_argument("-o", "--output")
     args = parser.parse_args()
-    rows = [measure(args.workload, args.entities, args.cost, k, args.threads, args.steps)
-            for k in KINDS]
+    rows = [measure(args.workload, args.entities, args.cost, k, args.threads, args.steps,
+                    args.gain) for k in KINDS]
     print(f"per-thread CPU seconds over {args.steps} steps ({args.workload}, "
           f"{args.entities} entities, cost {args.cost:g} µs, {args.threads} threads)")
     for r in rows:

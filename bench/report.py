@@ -1,30 +1,37 @@
 """One benchmark run of everything, with tables and plots, written to bench/RESULTS.md.
 
-    .venv/bin/python -m bench.report            # fast mode: about 15 minutes on 2 cores
-    .venv/bin/python -m bench.report --full     # more pyperf processes/values, all T
+    .venv/bin/python -m bench.report            # fast mode: 2 rounds, about 10 minutes
+    .venv/bin/python -m bench.report --full     # 4 rounds, 2 values each, all T
     .venv/bin/python -m bench.report --smoke    # smallest sizes, into a temp dir (tests)
 
-Runs (pyperf unless noted; every result file records interpreter, GIL state, cores and
-package versions):
+Every part is a pyperf benchmark file in ``bench/results`` that records interpreter, GIL
+state, cores and package versions, and that ``python -m pyperf compare_to`` can read:
 
-1. cost sweep: BenchModel, 1600 entities, cost 0/10/50/200 µs, all runtimes;
-2. Aircraft 800 UAVs ~200 µs and PCS 1600 cells ~15 µs: all runtimes;
-3. thread scan on Aircraft (T = 1, 2, 3, 4, 6, 8 and up to twice the cores): seer, static;
-4. entity sweep on Aircraft (200-1400 UAVs): serial and seer(2);
-5. scheduler overhead per event: EmptyModel, serial, seer(1), seer(2);
-6. load balance (plain timing): per-thread CPU time of seer, static, global;
-7. queue microbenchmarks.
+* ``cost_sweep``: BenchModel, 1600 entities, 0/10/50/200 µs events, every runtime;
+* ``aircraft``, ``pcs``: Aircraft 800 UAVs ~200 µs and PCS 1600 cells ~20 µs, every runtime;
+* ``pcs_hotspot``: PCS under a moving hotspot of peak 0/2/4/8, SEER against the peers;
+* ``pcs_complexity``, ``pcs_entity_sweep``, ``entity_sweep``: PCS and Aircraft sizes;
+* ``thread_scan``, ``pcs_thread_scan``: T = 1, 2, 3, 4, 6, 8 (and up to twice the cores);
+* ``overhead``: EmptyModel, scheduler cost per event;
+* ``capacity``: how many cores the machine delivered while the others ran;
+* ``queues``: queue structures and atomics paths (pyperf-calibrated, once);
+* ``load_balance*.json``: per-thread CPU time and events (plain timing).
 
-Then it draws bench/figures/*.png and writes bench/RESULTS.md (the reading in
-bench/READING.md is included as written).
+A shared machine's speed drifts, so the parts run in *rounds*: round r runs one pyperf
+process of every part, then round r+1 appends to the same files (``--append``). Every
+runtime is therefore timed across the whole run, and the tables use medians. The
+workloads evolve (clusters and the hotspot move), so every value times the same steps: a
+fixed number of loops after a reset and one warm-up step.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,25 +41,9 @@ from seer.cli import interpreter_facts
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 FIGURES = HERE / "figures"
-ALL = ["serial", "seer:1", "seer:2", "static:2", "global:2", "executor:2"]
-
-
-def pyperf_run(out: Path, module: str, args: list[str], mode: list[str]) -> None:
-    out.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", module, *mode, "--quiet", "-o", str(out), *args]
-    print(f"[report] {' '.join(cmd[2:])}", flush=True)
-    subprocess.run(cmd, check=True, cwd=HERE.parent)
-
-
-def means(path: Path) -> dict[str, float]:
-    """benchmark name -> mean seconds per step (or per operation)."""
-    data = json.loads(path.read_text())
-    out = {}
-    for b in data["benchmarks"]:
-        values = [v for run in b["runs"] for v in run.get("values", [])]
-        if values:
-            out[b["metadata"]["name"]] = sum(values) / len(values)
-    return out
+ALL = ["serial", "seer:1", "seer:2", "static:2", "static-block:2", "global:2", "executor:2"]
+PEERS = ["serial", "seer:2", "static:2", "static-block:2", "global:2"]
+BALANCE_KINDS = ["seer(2)", "static(2)", "static-block(2)", "global(2)"]
 
 
 def label(spec: str) -> str:
@@ -60,107 +51,161 @@ def label(spec: str) -> str:
     return "serial" if kind == "serial" else f"{kind}({threads or 1})"
 
 
-def ratio_table(m: dict[str, float], prefix: str, n: int, costs: list[float],
-                runtimes: list[str]) -> list[str]:
-    names = [label(r) for r in runtimes]
-    lines = ["| cost µs | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for c in costs:
-        base = m.get(f"{prefix}-n{n}-cost{c:g}us-serial")
-        row = []
-        for x in names:
-            v = m.get(f"{prefix}-n{n}-cost{c:g}us-{x}")
-            row.append(f"{base / v:.2f}" if base and v else "-")
-        lines.append(f"| {c:g} | " + " | ".join(row) + " |")
-    return lines
-
-
 class Sizes:
     """What a mode measures. ``smoke`` is the smallest configuration (correctness only)."""
 
     def __init__(self, mode: str) -> None:
         cores = seer.cpu_count()
-        self.mode = mode
-        self.pyperf = {"full": ["--processes", "4", "--values", "3"], "fast": ["--fast"],
-                       "smoke": ["--debug-single-value"]}[mode]
         small = mode == "smoke"
+        self.mode = mode
+        self.rounds = {"smoke": 1, "fast": 2, "full": 4}[mode]
+        self.per_round = {"smoke": ["--debug-single-value"],
+                          "fast": ["--processes", "1", "--values", "1", "--warmups", "1"],
+                          "full": ["--processes", "1", "--values", "2", "--warmups", "1"]}[mode]
+        self.loops = [] if small else ["--loops", "4"]
+        self.queues = {"smoke": ["--debug-single-value"], "fast": ["--fast"],
+                       "full": ["--processes", "4", "--values", "3"]}[mode]
         self.n_bench = 60 if small else 1600
         self.n_air = 60 if small else 800
         self.n_pcs = 64 if small else 1600
         self.air_cost = 100 if small else 200
+        self.pcs_cost = 5 if small else 15
         self.costs = [0, 5] if small else [0, 10, 50, 200]
+        self.pcs_costs = [5, 10] if small else [5, 15, 40]
+        self.gains = [0, 8] if small else [0, 2, 4, 8]
         self.scan = {"smoke": [1, 2], "fast": [1, 2, 3, 4, 8],
                      "full": [1, 2, 3, 4, 6, 8] + [t for t in (12, 16) if t <= 2 * cores]}[mode]
-        self.sweep = [40, 60] if small else [200, 400, 800, 1400]
-        self.steps = 2 if small else (10 if mode == "fast" else 30)
+        self.air_sweep = [40, 60] if small else [200, 400, 800, 1400]
+        self.pcs_sweep = [36, 64] if small else [400, 900, 1600, 2500]
+        self.balance_steps = 2 if small else (10 if mode == "fast" else 20)
+
+    @property
+    def air(self) -> str:
+        return f"aircraft-n{self.n_air}-cost{self.air_cost:g}us"
+
+    @property
+    def pcs(self) -> str:
+        return f"pcs-n{self.n_pcs}-cost{self.pcs_cost:g}us-gain2"
+
+
+def jobs(z: Sizes) -> dict[str, tuple[str, list[str]]]:
+    """part -> (pyperf module, its arguments); every part runs once per round."""
+    bench = "bench.bench_runtimes"
+    air = ["--workload", "aircraft", *z.loops]
+    pcs = ["--workload", "pcs", *z.loops]
+    return {
+        "cost_sweep": (bench, ["--entities", str(z.n_bench), *z.loops, "--costs",
+                               *map(str, z.costs), "--runtimes", *ALL]),
+        "aircraft": (bench, [*air, "--entities", str(z.n_air), "--costs", str(z.air_cost),
+                             "--runtimes", *ALL]),
+        "pcs": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs", str(z.pcs_cost),
+                        "--runtimes", *ALL]),
+        "pcs_hotspot": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs", str(z.pcs_cost),
+                                "--gains", *map(str, z.gains), "--runtimes", *PEERS]),
+        "pcs_complexity": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs",
+                                   *map(str, z.pcs_costs), "--runtimes", "serial", "seer:2",
+                                   "static:2", "global:2"]),
+        "pcs_entity_sweep": (bench, [*pcs, "--entities", *map(str, z.pcs_sweep), "--costs",
+                                     str(z.pcs_cost), "--runtimes", "serial", "seer:2"]),
+        "thread_scan": (bench, [*air, "--entities", str(z.n_air), "--costs", str(z.air_cost),
+                                "--runtimes", "serial", *[f"seer:{t}" for t in z.scan],
+                                *[f"static:{t}" for t in z.scan if t > 1]]),
+        "pcs_thread_scan": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs",
+                                    str(z.pcs_cost), "--runtimes", "serial",
+                                    *[f"seer:{t}" for t in z.scan]]),
+        "entity_sweep": (bench, [*air, "--entities", *map(str, z.air_sweep), "--costs",
+                                 str(z.air_cost), "--runtimes", "serial", "seer:2"]),
+        "overhead": (bench, ["--workload", "empty", *z.loops, "--entities", str(z.n_bench),
+                             "--costs", "0", "--runtimes", "serial", "seer:1", "seer:2"]),
+        "capacity": ("bench.bench_capacity", []),
+    }
+
+
+def pyperf_run(module: str, args: list[str], out: Path, mode: list[str],
+               append: bool) -> None:
+    dest = ["--append", str(out)] if append else ["-o", str(out)]
+    cmd = [sys.executable, "-m", module, *mode, "--quiet", *dest, *args]
+    print(f"[report] {' '.join(cmd[2:])}", flush=True)
+    subprocess.run(cmd, check=True, cwd=HERE.parent, stdout=subprocess.DEVNULL)
+
+
+def load(path: Path) -> dict[str, list[list[float]]]:
+    """benchmark name -> the values of each run (one run per pyperf worker process)."""
+    data = json.loads(path.read_text())
+    return {b["metadata"]["name"]: [r["values"] for r in b["runs"] if r.get("values")]
+            for b in data["benchmarks"]}
+
+
+def medians(runs: dict[str, list[list[float]]]) -> dict[str, float]:
+    return {name: statistics.median(v for run in rs for v in run)
+            for name, rs in runs.items() if any(rs)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="more processes and values")
+    parser.add_argument("--full", action="store_true", help="more rounds and values")
     parser.add_argument("--smoke", action="store_true", help="smallest sizes, one value each")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write results, figures and RESULTS.md here instead of bench/ "
+                        "(default for --smoke: a new temporary directory)")
     parser.add_argument("--plots-only", action="store_true",
                         help="redraw figures and RESULTS.md from bench/results")
-    parser.add_argument("--only", nargs="+", default=None,
-                        help="re-run only these parts (cost aircraft pcs scan entities empty "
-                        "queues balance), reuse the other result files")
+    parser.add_argument("--only", nargs="+", default=None, metavar="PART",
+                        help="re-run only these parts (names of the result files, plus "
+                        "'queues' and 'balance'), reuse the other result files")
     args = parser.parse_args()
     z = Sizes("smoke" if args.smoke else "full" if args.full else "fast")
-    results = RESULTS if not args.smoke else Path(tempfile_dir())
-    results.mkdir(exist_ok=True)
-    FIGURES.mkdir(exist_ok=True)
+    results = args.out or (Path(tempfile.mkdtemp(prefix="seer-bench-smoke-")) if args.smoke
+                           else RESULTS)
+    results.mkdir(parents=True, exist_ok=True)
+    separate = args.out is not None or args.smoke  # everything in one directory
     started = time.time()
-    # The workloads evolve (clusters and the hotspot move), so every runtime must time the
-    # same steps: a fixed number of loops (steps after reset + one warm-up step) instead of
-    # pyperf's per-benchmark calibration.
-    fixed = [] if args.smoke else ["--loops", "4"]
-    air = ["--workload", "aircraft", "--costs", str(z.air_cost), *fixed]
-    jobs = {
-        "cost": ("cost_sweep", "bench.bench_runtimes",
-                 ["--entities", str(z.n_bench), "--costs", *map(str, z.costs)]),
-        "aircraft": ("aircraft", "bench.bench_runtimes", [*air, "--entities", str(z.n_air)]),
-        "pcs": ("pcs", "bench.bench_runtimes",
-                ["--workload", "pcs", "--entities", str(z.n_pcs), "--costs", "15", *fixed]),
-        "scan": ("thread_scan", "bench.bench_runtimes",
-                 [*air, "--entities", str(z.n_air), "--runtimes", "serial",
-                  *[f"seer:{t}" for t in z.scan], *[f"static:{t}" for t in z.scan if t > 1]]),
-        "entities": ("entity_sweep", "bench.bench_runtimes",
-                     [*air, "--entities", *map(str, z.sweep), "--runtimes", "serial",
-                      "seer:2"]),
-        "empty": ("overhead", "bench.bench_runtimes",
-                  ["--workload", "empty", "--entities", str(z.n_bench), "--costs", "0",
-                   "--runtimes", "serial", "seer:1", "seer:2"]),
-        "queues": ("queues", "bench.bench_queues", []),
-    }
-    files = {}
-    for key, (name, module, extra) in jobs.items():
-        out = results / f"{name}.json"
-        if not args.plots_only and (args.only is None or key in args.only):
-            pyperf_run(out, module, extra, z.pyperf)
-        files[key] = out
-    balance = results / "load_balance.json"
-    if not args.plots_only and (args.only is None or "balance" in args.only):
-        print("[report] load balance", flush=True)
-        subprocess.run([sys.executable, "-m", "bench.load_balance", "--workload", "aircraft",
-                        "--entities", str(z.n_air), "--cost", str(z.air_cost), "--threads",
-                        "2", "--steps", str(z.steps), "-o", str(balance)], check=True,
-                       cwd=HERE.parent)
-    m = {k: means(v) for k, v in files.items()}
-    lb = json.loads(balance.read_text())
-    figures_dir = FIGURES if not args.smoke else results
-    figures = draw(m, lb, z, figures_dir)
-    text = write_results(m, lb, z, figures, time.time() - started)
-    target = HERE / "RESULTS.md" if not args.smoke else results / "RESULTS.md"
+    parts = jobs(z)
+    wanted = set(args.only) if args.only else None
+    if wanted and not wanted <= {*parts, "queues", "balance"}:
+        parser.error(f"unknown parts {sorted(wanted - {*parts, 'queues', 'balance'})}; "
+                     f"choose from {sorted({*parts, 'queues', 'balance'})}")
+    if not args.plots_only:
+        run_parts(z, parts, results, wanted)
+    data = {name: load(results / f"{name}.json") for name in [*parts, "queues"]}
+    balance = {w: json.loads((results / f"load_balance_{w}.json").read_text())
+               for w in ("aircraft", "pcs")}
+    where = results if separate else FIGURES
+    where.mkdir(exist_ok=True)
+    figures = draw({k: medians(v) for k, v in data.items()}, balance, z, where)
+    text = write_results(data, balance, z, figures, time.time() - started)
+    target = results / "RESULTS.md" if separate else HERE / "RESULTS.md"
     target.write_text(text)
     print(f"[report] wrote {target}")
 
 
-def tempfile_dir() -> str:
-    import tempfile
+def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
+              wanted: set[str] | None) -> None:
+    chosen = {k: v for k, v in parts.items() if wanted is None or k in wanted}
+    for name in chosen:
+        (results / f"{name}.json").unlink(missing_ok=True)
+    for r in range(z.rounds):
+        print(f"[report] round {r + 1} of {z.rounds}", flush=True)
+        for name, (module, extra) in chosen.items():
+            out = results / f"{name}.json"
+            pyperf_run(module, extra, out, z.per_round, append=out.exists())
+    if wanted is None or "queues" in wanted:
+        out = results / "queues.json"
+        out.unlink(missing_ok=True)
+        pyperf_run("bench.bench_queues", [], out, z.queues, append=False)
+    if wanted is None or "balance" in wanted:
+        for workload, n, cost, gain in (("aircraft", z.n_air, z.air_cost, 2),
+                                        ("pcs", z.n_pcs, z.pcs_cost, 8)):
+            print(f"[report] load balance, {workload}", flush=True)
+            subprocess.run([sys.executable, "-m", "bench.load_balance", "--workload",
+                            workload, "--entities", str(n), "--cost", str(cost), "--gain",
+                            str(gain), "--threads", "2", "--steps", str(z.balance_steps),
+                            "-o", str(results / f"load_balance_{workload}.json")],
+                           check=True, cwd=HERE.parent, stdout=subprocess.DEVNULL)
 
-    return tempfile.mkdtemp(prefix="seer-bench-smoke-")
 
-
-def draw(m: dict, lb: dict, z: Sizes, where: Path) -> list[str]:
+# -- figures -------------------------------------------------------------------------------
+def draw(m: dict[str, dict[str, float]], balance: dict, z: Sizes, where: Path) -> list[str]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -172,124 +217,247 @@ def draw(m: dict, lb: dict, z: Sizes, where: Path) -> list[str]:
         fig.savefig(where / name)
         made.append(name)
 
-    air = f"aircraft-n{z.n_air}-cost{z.air_cost:g}us"
-    fig = Figure(figsize=(5, 3.5))  # speed-up vs threads (the paper's Fig. 7)
+    fig = Figure(figsize=(5.5, 3.8))  # speed-up vs threads (the paper's Fig. 7)
     ax = fig.add_subplot()
-    s = m["scan"]
-    base = s[f"{air}-serial"]
-    for kind in ("seer", "static"):
-        ts = [t for t in z.scan if f"{air}-{kind}({t})" in s]
-        ax.plot(ts, [base / s[f"{air}-{kind}({t})"] for t in ts], "o-", label=kind)
+    for part, prefix, kinds, title in (("thread_scan", z.air, ("seer", "static"), "Aircraft"),
+                                       ("pcs_thread_scan", z.pcs, ("seer",), "PCS")):
+        s = m[part]
+        base = s[f"{prefix}-serial"]
+        for kind in kinds:
+            ts = [t for t in z.scan if f"{prefix}-{kind}({t})" in s]
+            ax.plot(ts, [base / s[f"{prefix}-{kind}({t})"] for t in ts], "o-",
+                    label=f"{title}, {kind}")
     ax.axhline(1.0, color="grey", lw=0.5)
     ax.set_xlabel("threads")
     ax.set_ylabel("speed-up over serial")
-    ax.set_title(f"Aircraft, {z.n_air} UAVs, ~{z.air_cost} µs events")
-    ax.legend()
+    ax.set_title(f"Thread scan ({seer.cpu_count()} cores)")
+    ax.legend(fontsize=8)
     save(fig, "speedup_vs_threads.png")
-    fig = Figure(figsize=(5, 3.5))  # throughput vs event cost
+
+    fig = Figure(figsize=(5.5, 3.8))  # throughput vs event cost
     ax = fig.add_subplot()
-    c = m["cost"]
-    for name in [label(r) for r in ALL]:
+    c = m["cost_sweep"]
+    for name in [label(r) for r in ALL[1:]]:
         key = f"step-n{z.n_bench}-cost{{:g}}us-"
         ax.plot(z.costs, [c[key.format(x) + "serial"] / c[key.format(x) + name]
                           for x in z.costs], "o-", label=name)
+    ax.axhline(1.0, color="grey", lw=0.5)
     ax.set_xscale("symlog", linthresh=10)
     ax.set_xlabel("handler cost (µs)")
     ax.set_ylabel("throughput / serial")
     ax.set_title(f"BenchModel, {z.n_bench} entities")
     ax.legend(fontsize=7)
     save(fig, "throughput_vs_cost.png")
-    fig = Figure(figsize=(5, 3.5))  # latency vs entity count
-    ax = fig.add_subplot()
-    e = m["entities"]
-    for name in ("serial", "seer(2)"):
-        ax.plot(z.sweep, [1e3 * e[f"aircraft-n{n}-cost{z.air_cost:g}us-{name}"]
-                          for n in z.sweep], "o-", label=name)
-    ax.set_xlabel("UAVs")
-    ax.set_ylabel("ms per step")
-    ax.set_title("Aircraft step latency")
-    ax.legend()
+
+    fig = Figure(figsize=(8, 3.5))  # latency vs entity count
+    for i, (part, sweep, fmt, title) in enumerate((
+            ("entity_sweep", z.air_sweep, f"aircraft-n{{}}-cost{z.air_cost:g}us", "Aircraft"),
+            ("pcs_entity_sweep", z.pcs_sweep, f"pcs-n{{}}-cost{z.pcs_cost:g}us-gain2", "PCS"))):
+        ax = fig.add_subplot(1, 2, i + 1)
+        e = m[part]
+        for name in ("serial", "seer(2)"):
+            ax.plot(sweep, [1e3 * e[f"{fmt.format(n)}-{name}"] for n in sweep], "o-",
+                    label=name)
+        ax.set_xlabel("entities")
+        ax.set_ylabel("ms per step")
+        ax.set_title(f"{title} step latency")
+        ax.legend()
     save(fig, "latency_vs_entities.png")
-    fig = Figure(figsize=(5, 3.5))  # per-thread CPU time
+
+    fig = Figure(figsize=(5.5, 3.8))  # SEER against the peers as the hotspot grows
     ax = fig.add_subplot()
-    rows = lb["rows"]
-    width = 0.8 / max(len(r["cpu_s"]) for r in rows)
-    for i, r in enumerate(rows):
-        for t, cpu in enumerate(r["cpu_s"]):
-            ax.bar(i + t * width, cpu, width, color=f"C{t}",
-                   label=f"thread {t}" if i == 0 else None)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))], [r["kind"] for r in rows])
-    ax.set_ylabel("CPU seconds")
-    ax.set_title(f"Per-thread CPU time, Aircraft {z.n_air} UAVs, 2 threads")
-    ax.legend()
+    h = m["pcs_hotspot"]
+    fmt = f"pcs-n{z.n_pcs}-cost{z.pcs_cost:g}us-gain{{:g}}-"
+    for name in [label(r) for r in PEERS[1:]]:
+        ax.plot(z.gains, [h[fmt.format(g) + "serial"] / h[fmt.format(g) + name]
+                          for g in z.gains], "o-", label=name)
+    ax.set_xlabel("hotspot peak (call-rate gain)")
+    ax.set_ylabel("speed-up over serial")
+    ax.set_title(f"PCS {z.n_pcs} cells under a moving hotspot")
+    ax.legend(fontsize=8)
+    save(fig, "hotspot.png")
+
+    fig = Figure(figsize=(8, 3.5))  # per-thread CPU time
+    for i, (workload, lb) in enumerate(balance.items()):
+        ax = fig.add_subplot(1, 2, i + 1)
+        rows = lb["rows"]
+        width = 0.8 / max(len(r["cpu_s"]) for r in rows)
+        for j, r in enumerate(rows):
+            for t, cpu in enumerate(r["cpu_s"]):
+                ax.bar(j + t * width, cpu, width, color=f"C{t}",
+                       label=f"thread {t}" if j == 0 else None)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))],
+                      [r["kind"] for r in rows], fontsize=7)
+        ax.set_ylabel("CPU seconds")
+        ax.set_title(f"{workload}: per-thread CPU time", fontsize=9)
+        ax.legend(fontsize=7)
     save(fig, "cpu_per_thread.png")
     return made
 
 
-def write_results(m: dict, lb: dict, z: Sizes, figures: list[str], seconds: float) -> str:
+# -- RESULTS.md ----------------------------------------------------------------------------
+def capacity(runs: dict[str, list[list[float]]]) -> tuple[float, list[float]]:
+    """Effective cores (2 threads): over the whole run, and per round."""
+    one, two = runs["capacity-1thread"], runs["capacity-2threads"]
+    whole = 2 * statistics.median(v for r in one for v in r) / statistics.median(
+        v for r in two for v in r)
+    per_round = [2 * statistics.fmean(a) / statistics.fmean(b)
+                 for a, b in zip(one, two, strict=False)]
+    return whole, per_round
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def ratios(m: dict[str, float], config: str, names: list[str]) -> list[str]:
+    base = m.get(f"{config}-serial")
+    return [f"{base / m[k]:.2f}" if base and (k := f"{config}-{x}") in m else "-"
+            for x in names]
+
+
+def goals(m: dict[str, dict[str, float]], z: Sizes) -> list[list[str]]:
+    """DESIGN.md section 10, measured in this run."""
+    air, pcs = m["aircraft"], m["pcs"]
+    air_seer = air[f"{z.air}-serial"] / air[f"{z.air}-seer(2)"]
+    pcs_seer = pcs[f"{z.pcs}-serial"] / pcs[f"{z.pcs}-seer(2)"]
+    h = m["pcs_hotspot"]
+    fmt = f"pcs-n{z.n_pcs}-cost{z.pcs_cost:g}us-gain{{:g}}-"
+    wins, cells = [], []
+    for g in z.gains:
+        seer_t = h[fmt.format(g) + "seer(2)"]
+        peers = {p: h[fmt.format(g) + p] for p in ("static(2)", "static-block(2)", "global(2)")}
+        wins.append(all(seer_t < t for t in peers.values()))
+        best_peer = min(peers, key=peers.get)
+        cells.append(f"peak {g:g}: seer {h[fmt.format(g) + 'serial'] / seer_t:.2f}x, best "
+                     f"peer {best_peer} {h[fmt.format(g) + 'serial'] / peers[best_peer]:.2f}x")
+    air_peers = {p: air[f"{z.air}-{p}"] for p in ("static(2)", "static-block(2)", "global(2)")}
+    air_win = all(air[f"{z.air}-seer(2)"] < t for t in air_peers.values())
+    c = m["cost_sweep"]
+    at50 = f"step-n{z.n_bench}-cost50us-"
+    one = c[at50 + "serial"] / c[at50 + "seer(1)"] if at50 + "serial" in c else None
+    o = m["overhead"]
+    events = z.n_bench * 10
+    per_event = 1e6 * o[f"empty-n{z.n_bench}-cost0us-seer(1)"] / events
+    serial_event = 1e6 * o[f"empty-n{z.n_bench}-cost0us-serial"] / events
+
+    def yes(ok: bool) -> str:
+        return "yes" if ok else "**no**"
+
+    return [
+        [f"Aircraft {z.n_air} UAVs ~{z.air_cost} µs: seer(2) / serial", ">= 1.7x",
+         f"{air_seer:.2f}x", yes(air_seer >= 1.7)],
+        [f"PCS {z.n_pcs} cells ~20 µs: seer(2) / serial", ">= 1.25x", f"{pcs_seer:.2f}x",
+         yes(pcs_seer >= 1.25)],
+        ["SEER vs `static`, `static-block`, `global` under a moving hotspot (PCS)",
+         "faster than all", "; ".join(cells), f"{sum(wins)} of {len(wins)} peaks"],
+        ["SEER vs the same peers on Aircraft (moving clusters)", "faster than all",
+         ", ".join(f"{p} {air[f'{z.air}-serial'] / t:.2f}x" for p, t in air_peers.items()),
+         yes(air_win)],
+        ["seer(1) / serial at 50 µs events", ">= 0.90x (overhead <= 10 %)",
+         "not measured in this mode" if one is None else f"{one:.2f}x",
+         "-" if one is None else yes(one >= 0.9)],
+        ["time per event, empty handler, seer(1) (upper bound of the scheduler overhead)",
+         "<= 3 µs", f"{per_event:.2f} µs (serial {serial_event:.2f} µs)",
+         yes(per_event <= 3)],
+        ["STPA choice vs best thread count of a full scan", ">= 95 %", "not built yet", "-"],
+        ["parallel runs bit-identical to serial", "always",
+         "checked by the test suite (tests/sched) and by `seer demo`", "-"],
+    ]
+
+
+def write_results(data: dict[str, dict[str, list[list[float]]]], balance: dict, z: Sizes,
+                  figures: list[str], seconds: float) -> str:
+    m = {k: medians(v) for k, v in data.items()}
     facts = interpreter_facts()
     flag = {"fast": "", "full": " --full", "smoke": " --smoke"}[z.mode]
+    cores, per_round = capacity(data["capacity"])
     out = ["# Benchmark results", "",
-           f"Command: `.venv/bin/python -m bench.report{flag}` ({z.mode} mode, "
-           f"{seconds / 60:.0f} minutes).", "",
+           f"Command: `.venv/bin/python -m bench.report{flag}` ({z.mode} mode, rounds: "
+           f"{z.rounds}, {seconds / 60:.0f} minutes).", "",
            f"Machine: {facts['cores available']} cores; {facts['python']}; free-threaded: "
            f"{facts['free-threaded build']}; GIL: {facts['GIL']}; numpy {facts['numpy']}, "
            f"atomics {facts['atomics']}.", "",
-           "Ratios are throughput over serial measured in the same run (>1 is faster). Raw "
-           "pyperf files are in `bench/results/` (`python -m pyperf show FILE`).", ""]
+           f"Parallel capacity while this ran (`capacity`: 2 x time on 1 thread / time on 2 "
+           f"threads of a pure-Python loop): {cores:.2f} effective cores over the run, "
+           f"per round {', '.join(f'{c:.2f}' for c in per_round)}. A ratio above that "
+           "is not possible; below 2.0 the host was taking CPU time from this machine.", "",
+           "Ratios are throughput over serial (median step time of serial / median step "
+           "time of the runtime, all rounds; >1 is faster). Raw pyperf files are in "
+           "`bench/results/` (`python -m pyperf show FILE`, `python -m pyperf compare_to "
+           "A B`).", "",
+           "## DESIGN.md section 10: measured next to the goals", "",
+           *table(["figure", "goal", "measured in this run", "met"], goals(m, z)), ""]
     reading = HERE / "READING.md"
     if reading.exists() and z.mode != "smoke":
         out += [reading.read_text().strip(), ""]
-    rt = ["serial", "seer(1)", "seer(2)", "static(2)", "global(2)", "executor(2)"]
-    air = f"aircraft-n{z.n_air}-cost{z.air_cost:g}us"
-    pcs = f"pcs-n{z.n_pcs}-cost15us"
-
-    def row(d: dict, prefix: str) -> str:
-        base = d[f"{prefix}-serial"]
-        return " | ".join(f"{base / d[f'{prefix}-{x}']:.2f}" for x in rt)
-
-    out += ["## Workloads (DESIGN.md section 10)", "",
-            "| workload | " + " | ".join(rt) + " |", "|---" * (len(rt) + 1) + "|",
-            f"| Aircraft {z.n_air} UAVs, ~{z.air_cost} µs | {row(m['aircraft'], air)} |",
-            f"| PCS {z.n_pcs} cells, ~20 µs | {row(m['pcs'], pcs)} |", "",
-            f"Serial step: Aircraft {1e3 * m['aircraft'][f'{air}-serial']:.0f} ms, PCS "
-            f"{1e3 * m['pcs'][f'{pcs}-serial']:.0f} ms.", ""]
+    names = [label(r) for r in ALL]
+    out += ["## Workloads (throughput / serial)", "",
+            *table(["workload", *names], [
+                [f"Aircraft {z.n_air} UAVs, ~{z.air_cost} µs", *ratios(m["aircraft"], z.air,
+                                                                         names)],
+                [f"PCS {z.n_pcs} cells, cost {z.pcs_cost} µs, hotspot 2",
+                 *ratios(m["pcs"], z.pcs, names)]]), "",
+            f"Serial step: Aircraft {1e3 * m['aircraft'][f'{z.air}-serial']:.0f} ms, PCS "
+            f"{1e3 * m['pcs'][f'{z.pcs}-serial']:.0f} ms.", ""]
+    peers = [label(r) for r in PEERS]
+    fmt = f"pcs-n{z.n_pcs}-cost{z.pcs_cost:g}us-gain{{:g}}"
+    out += [f"## PCS under a moving hotspot ({z.n_pcs} cells, throughput / serial)", "",
+            *table(["hotspot peak", *peers],
+                   [[f"{g:g}", *ratios(m["pcs_hotspot"], fmt.format(g), peers)]
+                    for g in z.gains]), ""]
     out += [f"## Cost sweep (BenchModel, {z.n_bench} entities, fanout 1)", "",
-            *ratio_table(m["cost"], "step", z.n_bench, z.costs, ALL), ""]
-    s = m["scan"]
-    base = s[f"{air}-serial"]
-    out += [f"## Thread scan (Aircraft {z.n_air} UAVs, ~{z.air_cost} µs)", "",
-            "| threads | seer | static |", "|---|---|---|"]
-    for t in z.scan:
-        cells = [f"{base / s[k]:.2f}" if (k := f"{air}-{kind}({t})") in s else "-"
-                 for kind in ("seer", "static")]
-        out.append(f"| {t} | " + " | ".join(cells) + " |")
-    e = m["entities"]
-    out += ["", f"## Step latency vs entity count (Aircraft, ~{z.air_cost} µs)", "",
-            "| UAVs | serial ms | seer(2) ms | speed-up |", "|---|---|---|---|"]
-    for n in z.sweep:
-        se = e[f"aircraft-n{n}-cost{z.air_cost:g}us-serial"]
-        pa = e[f"aircraft-n{n}-cost{z.air_cost:g}us-seer(2)"]
-        out.append(f"| {n} | {1e3 * se:.0f} | {1e3 * pa:.0f} | {se / pa:.2f} |")
-    em = m["empty"]
+            *table(["cost µs", *names[1:]],
+                   [[f"{c:g}", *ratios(m["cost_sweep"], f"step-n{z.n_bench}-cost{c:g}us",
+                                       names[1:])] for c in z.costs]), ""]
+    cx = ["seer(2)", "static(2)", "global(2)"]
+    out += [f"## PCS complexity sweep ({z.n_pcs} cells, throughput / serial)", "",
+            *table(["cost_us", "serial ms", *cx],
+                   [[f"{c:g}", f"{1e3 * m['pcs_complexity'][f'{k}-serial']:.0f}",
+                     *ratios(m["pcs_complexity"], k, cx)]
+                    for c in z.pcs_costs
+                    if (k := f"pcs-n{z.n_pcs}-cost{c:g}us-gain2")]), ""]
+    s, p = m["thread_scan"], m["pcs_thread_scan"]
+    out += [f"## Thread scans (Aircraft {z.n_air} UAVs, PCS {z.n_pcs} cells; "
+            "throughput / serial)", "",
+            *table(["threads", "Aircraft seer", "Aircraft static", "PCS seer"],
+                   [[str(t), *ratios(s, z.air, [f"seer({t})", f"static({t})"]),
+                     *ratios(p, z.pcs, [f"seer({t})"])] for t in z.scan]), ""]
+    rows = []
+    for title, part, sweep, fmt in (
+            ("Aircraft", "entity_sweep", z.air_sweep, f"aircraft-n{{}}-cost{z.air_cost:g}us"),
+            ("PCS", "pcs_entity_sweep", z.pcs_sweep, f"pcs-n{{}}-cost{z.pcs_cost:g}us-gain2")):
+        e = m[part]
+        for n in sweep:
+            se, pa = e[f"{fmt.format(n)}-serial"], e[f"{fmt.format(n)}-seer(2)"]
+            rows.append([title, str(n), f"{1e3 * se:.0f}", f"{1e3 * pa:.0f}", f"{se / pa:.2f}"])
+    out += ["## Step latency vs entity count", "",
+            *table(["workload", "entities", "serial ms", "seer(2) ms", "speed-up"], rows), ""]
+    o = m["overhead"]
     ev = z.n_bench * 10  # events per step of EmptyModel(n, per_step=10)
-    out += ["", f"## Scheduler overhead per event (EmptyModel, {z.n_bench} entities, {ev} "
-            "events per step, including the per-step outputs)", "",
-            "| runtime | µs per event |", "|---|---|"]
-    for x in ("serial", "seer(1)", "seer(2)"):
-        out.append(f"| {x} | {1e6 * em[f'empty-n{z.n_bench}-cost0us-{x}'] / ev:.2f} |")
-    out += ["", f"## Load balance (per-thread CPU seconds, Aircraft {z.n_air} UAVs, "
-            "2 threads)", "", "| runtime | wall s | CPU s per thread | coefficient of "
-            "variation |", "|---|---|---|---|"]
-    for r in lb["rows"]:
-        out.append(f"| {r['kind']} | {r['wall_s']:.2f} | "
-                   + ", ".join(f"{c:.2f}" for c in r["cpu_s"]) + f" | {r['cpu_cv']:.3f} |")
-    out += ["", "## Queue structures and atomics paths (time per operation)", "",
-            "| benchmark | mean |", "|---|---|"]
-    for name, v in m["queues"].items():
-        out.append(f"| {name} | {v * 1e9:.0f} ns |")
-    out += ["", "## Figures", ""] + [f"![{f}](figures/{f})" for f in figures]
+    out += [f"## Time per event with an empty handler (EmptyModel, {z.n_bench} entities, "
+            f"{ev} events per step, per-step outputs included)", "",
+            *table(["runtime", "µs per event"],
+                   [[x, f"{1e6 * o[f'empty-n{z.n_bench}-cost0us-{x}'] / ev:.2f}"]
+                    for x in ("serial", "seer(1)", "seer(2)")]), ""]
+    for workload, lb in balance.items():
+        a = lb["args"]
+        gain = f", hotspot peak {a['gain']:g}" if workload == "pcs" else ""
+        out += [f"## Load balance: {workload}, {a['entities']} entities{gain}, 2 threads, "
+                f"{a['steps']} steps", "",
+                *table(["runtime", "wall s", "CPU s per thread", "events per thread",
+                        "CPU coefficient of variation"],
+                       [[r["kind"], f"{r['wall_s']:.2f}",
+                         ", ".join(f"{c:.2f}" for c in r["cpu_s"]),
+                         ", ".join(str(e) for e in r["events"]), f"{r['cpu_cv']:.3f}"]
+                        for r in lb["rows"]]), ""]
+    out += ["## Queue structures and atomics paths (time per operation)", "",
+            *table(["benchmark", "median"],
+                   [[name, f"{v * 1e9:.0f} ns"] for name, v in m["queues"].items()]), ""]
+    out += ["## Figures", "", *[f"![{f}](figures/{f})" for f in figures]]
     return "\n".join(out) + "\n"
+
 
 if __name__ == "__main__":
     main()

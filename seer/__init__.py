@@ -30,6 +30,7 @@ from seer.sched import (
     ExecutorRuntime,
     GlobalQueueRuntime,
     SeerRuntime,
+    StaticBlockRuntime,
     StaticRuntime,
     make_runtime,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "SeerRuntime",
     "SerialRuntime",
     "StateArrays",
+    "StaticBlockRuntime",
     "StaticRuntime",
     "StepResult",
     "UnknownKindError",

@@ -40,6 +40,12 @@ def interpreter_facts() -> dict[str, str]:
     return facts
 
 
+def pyperf_metadata() -> dict[str, str]:
+    """:func:`interpreter_facts` as pyperf metadata keys (``seer_python``, ``seer_GIL``...),
+    recorded in every benchmark result file."""
+    return {f"seer_{key.replace(' ', '_')}": value for key, value in interpreter_facts().items()}
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     facts = interpreter_facts()
     width = max(map(len, facts))

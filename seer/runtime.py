@@ -202,6 +202,14 @@ class Runtime(ABC):
         if self._status == _CLOSED:
             raise RuntimeStateError(f"{type(self).__name__} is closed")
 
+    def _private_views(self) -> tuple[StateArrays, StateArrays]:
+        """``(state, snapshot)`` wrappers with their own read-only array views of the same
+        memory, for one worker thread. Free-threaded CPython counts references to an object
+        that several threads use with contended atomics; a thread that reads state through
+        its own wrapper and views touches no shared Python object on the way."""
+        return (StateArrays({k: read_only(v) for k, v in self._arrays.items()}),
+                StateArrays({k: read_only(v) for k, v in self._start_arrays.items()}))
+
     def _take_snapshot(self) -> None:
         for name, live in self._arrays.items():
             np.copyto(self._start_arrays[name], live)

@@ -2,13 +2,15 @@
 
 ``make_runtime(model, kind, threads=...)`` builds one by name:
 
-=============  ==============================================================
-``serial``     one thread, global heap: the oracle (:class:`~seer.SerialRuntime`)
-``seer``       work-sharing windows over LEQs + PEL (:class:`SeerRuntime`)
-``static``     entity ``e`` on thread ``e % threads`` (:class:`StaticRuntime`)
-``global``     one locked global event heap (:class:`GlobalQueueRuntime`)
-``executor``   ThreadPoolExecutor.map per window (:class:`ExecutorRuntime`)
-=============  ==============================================================
+================  ==========================================================
+``serial``        one thread, global heap: the oracle (:class:`~seer.SerialRuntime`)
+``seer``          work-sharing windows over LEQs + PEL (:class:`SeerRuntime`)
+``static``        entity ``e`` on thread ``e % threads`` (:class:`StaticRuntime`)
+``static-block``  contiguous id blocks per thread, ROSS's linear mapping
+                  (:class:`StaticBlockRuntime`)
+``global``        one locked global event heap (:class:`GlobalQueueRuntime`)
+``executor``      ThreadPoolExecutor.map per window (:class:`ExecutorRuntime`)
+================  ==========================================================
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from seer.sched.executor import ExecutorRuntime
 from seer.sched.global_queue import GlobalQueueRuntime
 from seer.sched.pool import WorkerPool, WorkerStats
 from seer.sched.seer import SeerRuntime
-from seer.sched.static import StaticRuntime
+from seer.sched.static import StaticBlockRuntime, StaticRuntime
 from seer.serial import SerialRuntime
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "ExecutorRuntime",
     "GlobalQueueRuntime",
     "SeerRuntime",
+    "StaticBlockRuntime",
     "StaticRuntime",
     "WorkerPool",
     "WorkerStats",
@@ -40,6 +43,7 @@ RUNTIMES: dict[str, type[Runtime]] = {
     "serial": SerialRuntime,
     "seer": SeerRuntime,
     "static": StaticRuntime,
+    "static-block": StaticBlockRuntime,
     "global": GlobalQueueRuntime,
     "executor": ExecutorRuntime,
 }

@@ -105,8 +105,9 @@ class GlobalQueueRuntime(WindowedRuntime):
             except BaseException as exc:
                 self._raise_failure(exc)
             finally:
-                for w in self._workers:
+                for w, stats in zip(self._workers, self._pool.stats, strict=True):
                     self.events_run += w.events
+                    stats.events += w.events
                     w.events = 0
             self.windows_run += 1
             if self._interrupted:

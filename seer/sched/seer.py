@@ -23,7 +23,7 @@ import numpy as np
 
 from seer.errors import ModelError
 from seer.events import Event
-from seer.model import Model
+from seer.model import Model, StateArrays
 from seer.queues import (
     ArenaFullError,
     BufferLayout,
@@ -54,20 +54,24 @@ class _Worker:
 
     Free-threaded CPython keeps reference counts of an object shared by several threads in
     an atomic field, so every load of such an object from a hot loop costs a contended
-    atomic. The worker therefore holds its own bound methods of the handlers, and
-    :meth:`run_entities` loads every shared container once per chunk, not per event."""
+    atomic. The worker therefore holds its own bound methods of the handlers and its own
+    views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
+    and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
     __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "handlers",
-                 "heads", "heaps", "index", "leq", "overflow", "push", "slab", "stats")
+                 "heads", "heaps", "index", "leq", "overflow", "push", "slab", "snapshot",
+                 "state", "stats")
 
     def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer, stats: WorkerStats,
-                 contexts: list, handlers: tuple) -> None:
+                 contexts: list, handlers: tuple,
+                 views: tuple[StateArrays, StateArrays]) -> None:
         self.index = index
         self.heaps = leq.leqs.heaps
         self.contexts = contexts
         self.handlers = tuple(
             MethodType(h.__func__, h.__self__) if isinstance(h, MethodType) else h
             for h in handlers)
+        self.state, self.snapshot = views  # this thread's own wrappers and array views
         self.leq = leq
         self.heads = leq.heads  # plain view of the intake heads, for the emptiness check
         self.slab = leq.slab
@@ -88,7 +92,7 @@ class _Worker:
         other runtimes use); this copy is the SEER hot loop, with everything in locals.
         An exception leaves with the event attached as ``__seer_event__``."""
         heaps, contexts, handlers = self.heaps, self.contexts, self.handlers
-        heads, merge, push = self.heads, self.leq.merge, self.push
+        heads, merge, push, snapshot = self.heads, self.leq.merge, self.push, self.snapshot
         cal = self.cal
         cal_t, cal_s, cal_e = cal.t.append, cal.s.append, cal.e.append
         pop = _heappop
@@ -102,6 +106,7 @@ class _Worker:
                 self.cur_heap = heap
                 ctx = contexts[e]
                 ctx._push = push
+                ctx.snapshot = snapshot
                 while heap and heap[0] < bound:
                     ev = pop(heap)
                     ctx.now = ev[0]
@@ -200,7 +205,7 @@ class SeerRuntime(WindowedRuntime):
         self._workers = [
             _Worker(i, self._leqs.worker(self._arena.slab(i), self._atomics_path),
                     self._pel.claimer(threads), self._pool.stats[i], self._contexts,
-                    self._handlers)
+                    self._handlers, self._private_views())
             for i in range(threads)
         ]
 
@@ -306,16 +311,22 @@ class SeerRuntime(WindowedRuntime):
             self._out = None
 
     def _outputs_task(self, index: int) -> None:
-        claimer = self._workers[index].claimer
+        w = self._workers[index]
+        claimer = w.claimer
         claimer.reset()
         outputs = self.model.outputs
         agents = self.spec.agents
-        state, start = self.state, self.snapshot
-        buffers, store = self._out, self._store_output
+        state, start = w.state, w.snapshot
+        buffers = self._out
+        rewards, terms, truncs, observations, infos = buffers
         while (chunk := claimer.claim()) is not None:
             for i in range(chunk[0], chunk[1]):
                 e = agents[i]
-                store(buffers, i, e, outputs(e, state, start))
+                out = outputs(e, state, start)
+                try:
+                    observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
+                except (TypeError, ValueError):
+                    self._store_output(buffers, i, e, out)  # raises, naming the entity
 
     def worker_stats(self) -> list[dict[str, Any]]:
         """Per-thread counters (events, entities, CAS retries, busy/idle/CPU time)."""

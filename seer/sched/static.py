@@ -1,17 +1,26 @@
-"""The ``static`` peer (ROSS-T-like): entity ``e`` always runs on thread ``e % threads``.
+"""The ``static`` peers (ROSS-T-like): every entity is bound to one thread for good.
 
 Same windows, queues and pool as SEER; only the work assignment differs: no claiming, no
-sharing. When the load of a window is uneven across the residue classes, some threads wait
-at the barrier while others work — the case dynamic sharing is for.
+sharing. Two bindings, both found in ROSS:
+
+* ``static``: round-robin, entity ``e`` on thread ``e % threads``. With entity ids that
+  carry no spatial meaning (or a hotspot wider than a few ids) this is balanced on average.
+* ``static-block``: ROSS's default linear mapping, contiguous id blocks, entity ``e`` on
+  thread ``e * threads // n_entities``. Neighbouring entities (cells of a grid row) share
+  a thread, so a moving hotspot loads one thread at a time.
+
+When the load of a window is uneven across the threads, some threads wait at the barrier
+while others work: the case dynamic sharing is for.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from seer.model import Model
 from seer.sched.seer import SeerRuntime
 
-__all__ = ["StaticRuntime"]
+__all__ = ["StaticBlockRuntime", "StaticRuntime"]
 
 #: Entities run between two looks at the abort flag (another thread failed, or Ctrl-C).
 ABORT_CHECK_EVERY = 32
@@ -22,10 +31,17 @@ class StaticRuntime(SeerRuntime):
 
     kind = "static"
 
+    def __init__(self, model: Model, *, threads: int = 2, **options: object) -> None:
+        super().__init__(model, threads=threads, **options)  # type: ignore[arg-type]
+        self._ready = np.empty(0, np.int64)
+
+    def _home(self, ready: np.ndarray, threads: int) -> np.ndarray:
+        """The thread of each entity in ``ready``."""
+        return ready % threads
+
     def _window_task(self, index: int) -> None:
-        threads = self._pool.threads
         ready = self._ready
-        mine = ready[ready % threads == index].tolist()
+        mine = ready[self._home(ready, self._pool.threads) == index].tolist()
         run, bound = self._workers[index].run_entities, self._bound
         try:
             for i in range(0, len(mine), ABORT_CHECK_EVERY):
@@ -39,3 +55,12 @@ class StaticRuntime(SeerRuntime):
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._ready = ready
         super()._run_window(ready, bound)
+
+
+class StaticBlockRuntime(StaticRuntime):
+    """Entities bound to threads in contiguous id blocks (ROSS's linear mapping)."""
+
+    kind = "static-block"
+
+    def _home(self, ready: np.ndarray, threads: int) -> np.ndarray:
+        return ready * threads // self.spec.n_entities

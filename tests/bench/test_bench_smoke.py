@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_pyperf_module(module: str, tmp_path: Path) -> dict:
-    out = tmp_path / "result.json"
+    out = tmp_path / f"{module}.json"
     subprocess.run([sys.executable, "-m", module, "--debug-single-value", "--quiet",
                     "-o", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=600)
     return json.loads(out.read_text())
@@ -31,19 +31,37 @@ def test_runtime_benchmarks_run(tmp_path):
                           cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
     data = json.loads(out.read_text())
     names = {b["metadata"]["name"] for b in data["benchmarks"]}
-    assert len(names) == 12
+    assert len(names) == 14  # 2 costs x 7 runtimes
     assert "step-n60-cost5us-seer(2)" in names and "step-n60-cost0us-executor(2)" in names
+    assert "step-n60-cost5us-static-block(2)" in names
     assert "throughput relative to serial" in proc.stdout
 
 
-def test_full_report_pipeline_runs_in_smoke_mode():
-    proc = subprocess.run([sys.executable, "-m", "bench.report", "--smoke"], cwd=ROOT,
-                          check=True, capture_output=True, text=True, timeout=900)
-    written = Path(proc.stdout.strip().splitlines()[-1].split("wrote ", 1)[1])
-    text = written.read_text()
-    for section in ("## Workloads", "## Cost sweep", "## Thread scan", "## Step latency",
-                    "## Scheduler overhead", "## Load balance", "## Queue structures"):
+def test_pcs_hotspot_and_capacity_benchmarks_run(tmp_path):
+    out = tmp_path / "result.json"
+    subprocess.run([sys.executable, "-m", "bench.bench_runtimes", "--debug-single-value",
+                    "--quiet", "--workload", "pcs", "--entities", "36", "--costs", "5",
+                    "--gains", "0", "8", "--runtimes", "serial", "static-block:2", "-o",
+                    str(out)], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    names = {b["metadata"]["name"] for b in json.loads(out.read_text())["benchmarks"]}
+    assert names == {"pcs-n36-cost5us-gain0-serial", "pcs-n36-cost5us-gain0-static-block(2)",
+                     "pcs-n36-cost5us-gain8-serial", "pcs-n36-cost5us-gain8-static-block(2)"}
+    data = run_pyperf_module("bench.bench_capacity", tmp_path)
+    assert {b["metadata"]["name"] for b in data["benchmarks"]} >= {"capacity-1thread",
+                                                                   "capacity-2threads"}
+    assert data["metadata"]["seer_GIL"] == "disabled"
+
+
+def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
+    subprocess.run([sys.executable, "-m", "bench.report", "--smoke", "--out", str(tmp_path)],
+                   cwd=ROOT, check=True, capture_output=True, text=True, timeout=900)
+    text = (tmp_path / "RESULTS.md").read_text()
+    for section in ("## DESIGN.md section 10", "## Workloads", "## PCS under a moving hotspot",
+                    "## Cost sweep", "## PCS complexity sweep", "## Thread scans",
+                    "## Step latency", "## Time per event", "## Load balance: aircraft",
+                    "## Load balance: pcs", "## Queue structures", "Parallel capacity"):
         assert section in text
-    for figure in ("speedup_vs_threads.png", "throughput_vs_cost.png",
+    for figure in ("speedup_vs_threads.png", "throughput_vs_cost.png", "hotspot.png",
                    "latency_vs_entities.png", "cpu_per_thread.png"):
-        assert (written.parent / figure).stat().st_size > 1000
+        assert (tmp_path / figure).stat().st_size > 1000
+        assert f"(figures/{figure})" in text

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 import seer
 from seer.testing import BenchModel, RandomModel, assert_equivalent, random_models
 
-KINDS = ["seer", "static", "global", "executor"]
+KINDS = ["seer", "static", "static-block", "global", "executor"]
 THREADS = [1, 2, 3, 4, 8]
 
 

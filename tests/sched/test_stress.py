@@ -9,7 +9,7 @@ import pytest
 import seer
 from seer.testing import RandomModel, assert_equivalent
 
-KINDS = ["seer", "static", "global", "executor"]
+KINDS = ["seer", "static", "static-block", "global", "executor"]
 
 
 def test_ten_thousand_steps_on_four_threads():
@@ -133,7 +133,7 @@ def test_contract_errors_surface_from_worker_threads():
 def test_factory_and_argument_errors():
     model = RandomModel(5)
     with pytest.raises(seer.ModelError, match=r"unknown runtime kind 'fast'; choose one of "
-                       r"\['executor', 'global', 'seer', 'serial', 'static'\]"):
+                       r"\['executor', 'global', 'seer', 'serial', 'static', 'static-block'\]"):
         seer.make_runtime(model, "fast")
     with pytest.raises(seer.ModelError, match="threads must be an int >= 1, got 0"):
         seer.make_runtime(model, "seer", threads=0)
