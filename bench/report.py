@@ -19,7 +19,8 @@ state, cores and package versions, and that ``python -m pyperf compare_to`` can 
 
 A shared machine's speed drifts, so the parts run in *rounds*: round r runs one pyperf
 process of every part, then round r+1 appends to the same files (``--append``). Every
-runtime is therefore timed across the whole run, and the tables use medians. The
+runtime is therefore timed across the whole run, and speed-ups are taken within each
+round (against serial timed minutes earlier) and then the median over rounds. The
 workloads evolve (clusters and the hotspot move), so every value times the same steps: a
 fixed number of loops after a reset and one warm-up step.
 """
@@ -27,6 +28,7 @@ fixed number of loops after a reset and one warm-up step.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import subprocess
@@ -136,9 +138,31 @@ def load(path: Path) -> dict[str, list[list[float]]]:
             for b in data["benchmarks"]}
 
 
-def medians(runs: dict[str, list[list[float]]]) -> dict[str, float]:
-    return {name: statistics.median(v for run in rs for v in run)
-            for name, rs in runs.items() if any(rs)}
+class Part(dict):
+    """One result file: benchmark name -> median seconds over all values (``part[name]``),
+    plus speed-ups paired by round.
+
+    ``speedup(a, b)`` is time(a) / time(b) computed within each round (the two were timed
+    minutes apart at most) and then the median over rounds, so a drift of the machine's
+    speed between rounds cancels out; ``spread(a, b)`` is the lowest and highest round."""
+
+    def __init__(self, runs: dict[str, list[list[float]]]) -> None:
+        super().__init__({name: statistics.median(v for run in rs for v in run)
+                          for name, rs in runs.items() if any(rs)})
+        self.runs = runs
+
+    def _per_round(self, a: str, b: str) -> list[float]:
+        ra, rb = self.runs.get(a, []), self.runs.get(b, [])
+        if not ra or len(ra) != len(rb):  # not paired: fall back to the medians
+            return [self[a] / self[b]] if a in self and b in self else []
+        return [statistics.fmean(x) / statistics.fmean(y) for x, y in zip(ra, rb, strict=True)]
+
+    def speedup(self, a: str, b: str) -> float:
+        return statistics.median(self._per_round(a, b))
+
+    def spread(self, a: str, b: str) -> tuple[float, float]:
+        rounds = self._per_round(a, b)
+        return min(rounds), max(rounds)
 
 
 def main() -> None:
@@ -154,11 +178,14 @@ def main() -> None:
                         help="re-run only these parts (names of the result files, plus "
                         "'queues' and 'balance'), reuse the other result files")
     args = parser.parse_args()
-    z = Sizes("smoke" if args.smoke else "full" if args.full else "fast")
     results = args.out or (Path(tempfile.mkdtemp(prefix="seer-bench-smoke-")) if args.smoke
                            else RESULTS)
     results.mkdir(parents=True, exist_ok=True)
     separate = args.out is not None or args.smoke  # everything in one directory
+    mode = "smoke" if args.smoke else "full" if args.full else "fast"
+    if args.plots_only and (results / "run.json").exists():  # redraw what was measured
+        mode = json.loads((results / "run.json").read_text())["mode"]
+    z = Sizes(mode)
     started = time.time()
     parts = jobs(z)
     wanted = set(args.only) if args.only else None
@@ -166,17 +193,48 @@ def main() -> None:
         parser.error(f"unknown parts {sorted(wanted - {*parts, 'queues', 'balance'})}; "
                      f"choose from {sorted({*parts, 'queues', 'balance'})}")
     if not args.plots_only:
+        if wanted is None:
+            record_run(z, results)
         run_parts(z, parts, results, wanted)
     data = {name: load(results / f"{name}.json") for name in [*parts, "queues"]}
     balance = {w: json.loads((results / f"load_balance_{w}.json").read_text())
                for w in ("aircraft", "pcs")}
     where = results if separate else FIGURES
     where.mkdir(exist_ok=True)
-    figures = draw({k: medians(v) for k, v in data.items()}, balance, z, where)
-    text = write_results(data, balance, z, figures, time.time() - started)
+    parts_data = {k: Part(v) for k, v in data.items()}
+    figures = draw(parts_data, balance, z, where)
+    run = json.loads((results / "run.json").read_text()) if (results / "run.json").exists() \
+        else {}
+    text = write_results(parts_data, balance, z, figures, run, run_span(data, results))
+    print(f"[report] {time.time() - started:.0f} s", flush=True)
     target = results / "RESULTS.md" if separate else HERE / "RESULTS.md"
     target.write_text(text)
     print(f"[report] wrote {target}")
+
+
+def record_run(z: Sizes, results: Path) -> None:
+    """The commit being measured (``-dirty`` if the code differs from it) and the mode."""
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--", "seer", "workloads", "bench/*.py"):
+        commit += "-dirty"
+    (results / "run.json").write_text(json.dumps({"commit": commit, "mode": z.mode}) + "\n")
+
+
+def run_span(data: dict[str, dict[str, list[list[float]]]], results: Path) -> str:
+    """First and last pyperf run date over all parts, and the minutes between them."""
+    dates = []
+    for name in data:
+        for b in json.loads((results / f"{name}.json").read_text())["benchmarks"]:
+            dates += [r["metadata"]["date"] for r in b["runs"] if "date" in r.get("metadata", {})]
+    if not dates:
+        return "no dates recorded"
+    first, last = (datetime.datetime.fromisoformat(d) for d in (min(dates), max(dates)))
+    minutes = (last - first).total_seconds() / 60
+    return f"{first:%Y-%m-%d %H:%M} to {last:%H:%M} UTC, {minutes:.0f} minutes"
 
 
 def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
@@ -205,7 +263,7 @@ def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
 
 
 # -- figures -------------------------------------------------------------------------------
-def draw(m: dict[str, dict[str, float]], balance: dict, z: Sizes, where: Path) -> list[str]:
+def draw(m: dict[str, Part], balance: dict, z: Sizes, where: Path) -> list[str]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -222,11 +280,10 @@ def draw(m: dict[str, dict[str, float]], balance: dict, z: Sizes, where: Path) -
     for part, prefix, kinds, title in (("thread_scan", z.air, ("seer", "static"), "Aircraft"),
                                        ("pcs_thread_scan", z.pcs, ("seer",), "PCS")):
         s = m[part]
-        base = s[f"{prefix}-serial"]
         for kind in kinds:
             ts = [t for t in z.scan if f"{prefix}-{kind}({t})" in s]
-            ax.plot(ts, [base / s[f"{prefix}-{kind}({t})"] for t in ts], "o-",
-                    label=f"{title}, {kind}")
+            ax.plot(ts, [s.speedup(f"{prefix}-serial", f"{prefix}-{kind}({t})") for t in ts],
+                    "o-", label=f"{title}, {kind}")
     ax.axhline(1.0, color="grey", lw=0.5)
     ax.set_xlabel("threads")
     ax.set_ylabel("speed-up over serial")
@@ -239,7 +296,7 @@ def draw(m: dict[str, dict[str, float]], balance: dict, z: Sizes, where: Path) -
     c = m["cost_sweep"]
     for name in [label(r) for r in ALL[1:]]:
         key = f"step-n{z.n_bench}-cost{{:g}}us-"
-        ax.plot(z.costs, [c[key.format(x) + "serial"] / c[key.format(x) + name]
+        ax.plot(z.costs, [c.speedup(key.format(x) + "serial", key.format(x) + name)
                           for x in z.costs], "o-", label=name)
     ax.axhline(1.0, color="grey", lw=0.5)
     ax.set_xscale("symlog", linthresh=10)
@@ -269,7 +326,7 @@ def draw(m: dict[str, dict[str, float]], balance: dict, z: Sizes, where: Path) -
     h = m["pcs_hotspot"]
     fmt = f"pcs-n{z.n_pcs}-cost{z.pcs_cost:g}us-gain{{:g}}-"
     for name in [label(r) for r in PEERS[1:]]:
-        ax.plot(z.gains, [h[fmt.format(g) + "serial"] / h[fmt.format(g) + name]
+        ax.plot(z.gains, [h.speedup(fmt.format(g) + "serial", fmt.format(g) + name)
                           for g in z.gains], "o-", label=name)
     ax.set_xlabel("hotspot peak (call-rate gain)")
     ax.set_ylabel("speed-up over serial")
@@ -311,32 +368,41 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
             *("| " + " | ".join(r) + " |" for r in rows)]
 
 
-def ratios(m: dict[str, float], config: str, names: list[str]) -> list[str]:
-    base = m.get(f"{config}-serial")
-    return [f"{base / m[k]:.2f}" if base and (k := f"{config}-{x}") in m else "-"
-            for x in names]
+def ratios(m: Part, config: str, names: list[str], spread: bool = False) -> list[str]:
+    """Speed-up over serial of each runtime in ``names`` (with the range over rounds)."""
+    base, cells = f"{config}-serial", []
+    for x in names:
+        k = f"{config}-{x}"
+        if base not in m or k not in m:
+            cells.append("-")
+        elif spread and k != base:
+            lo, hi = m.spread(base, k)
+            cells.append(f"{m.speedup(base, k):.2f} ({lo:.2f}-{hi:.2f})")
+        else:
+            cells.append(f"{m.speedup(base, k):.2f}")
+    return cells
 
 
-def goals(m: dict[str, dict[str, float]], z: Sizes) -> list[list[str]]:
-    """DESIGN.md section 10, measured in this run."""
+def goals(m: dict[str, Part], z: Sizes) -> list[list[str]]:
+    """DESIGN.md section 10, measured in this run (speed-ups paired by round)."""
     air, pcs = m["aircraft"], m["pcs"]
-    air_seer = air[f"{z.air}-serial"] / air[f"{z.air}-seer(2)"]
-    pcs_seer = pcs[f"{z.pcs}-serial"] / pcs[f"{z.pcs}-seer(2)"]
+    air_seer = air.speedup(f"{z.air}-serial", f"{z.air}-seer(2)")
+    pcs_seer = pcs.speedup(f"{z.pcs}-serial", f"{z.pcs}-seer(2)")
     h = m["pcs_hotspot"]
     fmt = f"pcs-n{z.n_pcs}-cost{z.pcs_cost:g}us-gain{{:g}}-"
+    peer_names = ("static(2)", "static-block(2)", "global(2)")
     wins, cells = [], []
     for g in z.gains:
-        seer_t = h[fmt.format(g) + "seer(2)"]
-        peers = {p: h[fmt.format(g) + p] for p in ("static(2)", "static-block(2)", "global(2)")}
-        wins.append(all(seer_t < t for t in peers.values()))
-        best_peer = min(peers, key=peers.get)
-        cells.append(f"peak {g:g}: seer {h[fmt.format(g) + 'serial'] / seer_t:.2f}x, best "
-                     f"peer {best_peer} {h[fmt.format(g) + 'serial'] / peers[best_peer]:.2f}x")
-    air_peers = {p: air[f"{z.air}-{p}"] for p in ("static(2)", "static-block(2)", "global(2)")}
-    air_win = all(air[f"{z.air}-seer(2)"] < t for t in air_peers.values())
+        seer_key = fmt.format(g) + "seer(2)"
+        # time(peer) / time(seer) per round: > 1 where SEER is faster
+        lead = {p: h.speedup(fmt.format(g) + p, seer_key) for p in peer_names}
+        wins.append(all(v > 1 for v in lead.values()))
+        cells.append(f"peak {g:g}: " + ", ".join(f"{p} {v:.2f}" for p, v in lead.items()))
+    air_lead = {p: air.speedup(f"{z.air}-{p}", f"{z.air}-seer(2)") for p in peer_names}
+    air_win = all(v > 1 for v in air_lead.values())
     c = m["cost_sweep"]
     at50 = f"step-n{z.n_bench}-cost50us-"
-    one = c[at50 + "serial"] / c[at50 + "seer(1)"] if at50 + "serial" in c else None
+    one = c.speedup(at50 + "serial", at50 + "seer(1)") if at50 + "serial" in c else None
     o = m["overhead"]
     events = z.n_bench * 10
     per_event = 1e6 * o[f"empty-n{z.n_bench}-cost0us-seer(1)"] / events
@@ -350,11 +416,11 @@ def goals(m: dict[str, dict[str, float]], z: Sizes) -> list[list[str]]:
          f"{air_seer:.2f}x", yes(air_seer >= 1.7)],
         [f"PCS {z.n_pcs} cells ~20 µs: seer(2) / serial", ">= 1.25x", f"{pcs_seer:.2f}x",
          yes(pcs_seer >= 1.25)],
-        ["SEER vs `static`, `static-block`, `global` under a moving hotspot (PCS)",
-         "faster than all", "; ".join(cells), f"{sum(wins)} of {len(wins)} peaks"],
-        ["SEER vs the same peers on Aircraft (moving clusters)", "faster than all",
-         ", ".join(f"{p} {air[f'{z.air}-serial'] / t:.2f}x" for p, t in air_peers.items()),
-         yes(air_win)],
+        ["SEER vs `static`, `static-block`, `global` under a moving hotspot (PCS): time of "
+         "the peer / time of seer(2)", "> 1 for all", "; ".join(cells),
+         f"{sum(wins)} of {len(wins)} peaks"],
+        ["the same on Aircraft (moving clusters)", "> 1 for all",
+         ", ".join(f"{p} {v:.2f}" for p, v in air_lead.items()), yes(air_win)],
         ["seer(1) / serial at 50 µs events", ">= 0.90x (overhead <= 10 %)",
          "not measured in this mode" if one is None else f"{one:.2f}x",
          "-" if one is None else yes(one >= 0.9)],
@@ -367,15 +433,15 @@ def goals(m: dict[str, dict[str, float]], z: Sizes) -> list[list[str]]:
     ]
 
 
-def write_results(data: dict[str, dict[str, list[list[float]]]], balance: dict, z: Sizes,
-                  figures: list[str], seconds: float) -> str:
-    m = {k: medians(v) for k, v in data.items()}
+def write_results(m: dict[str, Part], balance: dict, z: Sizes, figures: list[str],
+                  run: dict, span: str) -> str:
     facts = interpreter_facts()
     flag = {"fast": "", "full": " --full", "smoke": " --smoke"}[z.mode]
-    cores, per_round = capacity(data["capacity"])
+    cores, per_round = capacity(m["capacity"].runs)
     out = ["# Benchmark results", "",
            f"Command: `.venv/bin/python -m bench.report{flag}` ({z.mode} mode, rounds: "
-           f"{z.rounds}, {seconds / 60:.0f} minutes).", "",
+           f"{z.rounds}; measured {span}; code at commit {run.get('commit', 'unknown')}).",
+           "",
            f"Machine: {facts['cores available']} cores; {facts['python']}; free-threaded: "
            f"{facts['free-threaded build']}; GIL: {facts['GIL']}; numpy {facts['numpy']}, "
            f"atomics {facts['atomics']}.", "",
@@ -383,8 +449,10 @@ def write_results(data: dict[str, dict[str, list[list[float]]]], balance: dict, 
            f"threads of a pure-Python loop): {cores:.2f} effective cores over the run, "
            f"per round {', '.join(f'{c:.2f}' for c in per_round)}. A ratio above that "
            "is not possible; below 2.0 the host was taking CPU time from this machine.", "",
-           "Ratios are throughput over serial (median step time of serial / median step "
-           "time of the runtime, all rounds; >1 is faster). Raw pyperf files are in "
+           "Ratios are throughput over serial (>1 is faster): in each round, mean step time "
+           "of serial / mean step time of the runtime, then the median over the rounds; "
+           "'(a-b)' is the lowest and highest round. Absolute times are medians of all "
+           "values. Raw pyperf files are in "
            "`bench/results/` (`python -m pyperf show FILE`, `python -m pyperf compare_to "
            "A B`).", "",
            "## DESIGN.md section 10: measured next to the goals", "",
@@ -395,17 +463,17 @@ def write_results(data: dict[str, dict[str, list[list[float]]]], balance: dict, 
     names = [label(r) for r in ALL]
     out += ["## Workloads (throughput / serial)", "",
             *table(["workload", *names], [
-                [f"Aircraft {z.n_air} UAVs, ~{z.air_cost} µs", *ratios(m["aircraft"], z.air,
-                                                                         names)],
+                [f"Aircraft {z.n_air} UAVs, ~{z.air_cost} µs",
+                 *ratios(m["aircraft"], z.air, names, spread=True)],
                 [f"PCS {z.n_pcs} cells, cost {z.pcs_cost} µs, hotspot 2",
-                 *ratios(m["pcs"], z.pcs, names)]]), "",
+                 *ratios(m["pcs"], z.pcs, names, spread=True)]]), "",
             f"Serial step: Aircraft {1e3 * m['aircraft'][f'{z.air}-serial']:.0f} ms, PCS "
             f"{1e3 * m['pcs'][f'{z.pcs}-serial']:.0f} ms.", ""]
     peers = [label(r) for r in PEERS]
     fmt = f"pcs-n{z.n_pcs}-cost{z.pcs_cost:g}us-gain{{:g}}"
     out += [f"## PCS under a moving hotspot ({z.n_pcs} cells, throughput / serial)", "",
             *table(["hotspot peak", *peers],
-                   [[f"{g:g}", *ratios(m["pcs_hotspot"], fmt.format(g), peers)]
+                   [[f"{g:g}", *ratios(m["pcs_hotspot"], fmt.format(g), peers, spread=True)]
                     for g in z.gains]), ""]
     out += [f"## Cost sweep (BenchModel, {z.n_bench} entities, fanout 1)", "",
             *table(["cost µs", *names[1:]],

@@ -262,10 +262,12 @@ class Runtime(ABC):
         try:
             observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
         except (TypeError, ValueError) as exc:
-            raise ModelError(
-                f"outputs() of model {self.spec.name!r} for entity {entity} must return "
-                f"(observation, reward, terminated, truncated, info); got {out!r} ({exc})"
-            ) from None
+            raise self._bad_output(entity, out, exc) from None
+
+    def _bad_output(self, entity: int, out: Any, exc: BaseException) -> ModelError:
+        return ModelError(
+            f"outputs() of model {self.spec.name!r} for entity {entity} must return "
+            f"(observation, reward, terminated, truncated, info); got {out!r} ({exc})")
 
     def _step_result(self, buffers: tuple) -> StepResult:
         rewards, terms, truncs, observations, infos = buffers

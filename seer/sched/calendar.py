@@ -18,8 +18,8 @@ two levels:
 * sorted numpy *runs* ``(t, s, e, lo)`` for large batches, ordered by ``(t, s)``; a window
   takes the prefix ``< B`` of each run with two binary searches (``lo`` moves forward).
   A new run is merged with the one below it while it holds at least half as many live
-  entries (the timsort stack rule), so there are O(log n) runs and every entry is copied
-  O(log n) times, inside numpy.
+  entries (the timsort stack rule), so right after a flush the live sizes more than
+  double downwards: O(log n) runs, every entry copied O(log n) times, inside numpy.
 
 Only the coordinator uses a :class:`Calendar` (between windows, single-threaded).
 """
@@ -36,6 +36,7 @@ __all__ = ["SMALL", "Calendar", "CalendarBatch"]
 SMALL = 64
 
 _EMPTY_I = np.empty(0, np.int64)
+_INT64_MAX = 2**63 - 1
 
 
 class CalendarBatch:
@@ -163,7 +164,10 @@ class Calendar:
             end = int(np.searchsorted(t, bt, "left"))
             if bs >= 0:  # a lookahead-0 round: some entries at τ == bt may be ready too
                 last = int(np.searchsorted(t, bt, "right"))
-                end += int(np.searchsorted(run.s[end:last], bs, "left"))
+                if bs > _INT64_MAX:  # depth-63 round: every int64 seq is below the bound
+                    end = last
+                else:
+                    end += int(np.searchsorted(run.s[end:last], bs, "left"))
             if end > lo:
                 parts.append(run.e[lo:end])
                 run.lo = end
@@ -175,10 +179,11 @@ class Calendar:
         ready = parts[0] if len(parts) == 1 else np.concatenate(parts)
         if len(ready) < 2:
             return ready
-        # Keep each entity's first occurrence: write positions in reverse so that the
-        # smallest position of every entity is the one that stays.
+        # Keep each entity's first occurrence, in O(len) without sorting: first[e] ends as
+        # the smallest position of e (ufunc.at is unbuffered, so repeated ids accumulate).
         first, positions = self._first_seen, np.arange(len(ready))
-        first[ready[::-1]] = positions[::-1]
+        first[ready] = len(ready)
+        np.minimum.at(first, ready, positions)
         return ready[first[ready] == positions]
 
     def __len__(self) -> int:

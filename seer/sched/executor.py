@@ -71,7 +71,7 @@ class ExecutorRuntime(WindowedRuntime):
     def pending(self) -> int:
         return super().pending + sum(len(q) for q in self._inboxes)
 
-    def _run_chunk(self, chunk: list[int]) -> tuple[int, list]:
+    def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch]:
         runner = _Runner(self._inboxes)
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
         n = 0

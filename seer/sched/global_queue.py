@@ -105,7 +105,7 @@ class GlobalQueueRuntime(WindowedRuntime):
             except BaseException as exc:
                 self._raise_failure(exc)
             finally:
-                for w, stats in zip(self._workers, self._pool.stats, strict=True):
+                for w, stats in zip(self._workers, self._pool.stats, strict=False):
                     self.events_run += w.events
                     stats.events += w.events
                     w.events = 0

@@ -96,11 +96,11 @@ class _Worker:
         cal = self.cal
         cal_t, cal_s, cal_e = cal.t.append, cal.s.append, cal.e.append
         pop = _heappop
-        n = 0
+        n = done = 0
         try:
             for e in entities:
                 heap = heaps[e]
-                if heads[e] != NIL:
+                if heads[e] != NIL:  # plain-read pre-check: skips a call for empty intakes
                     merge(e)
                 self.cur = e
                 self.cur_heap = heap
@@ -122,9 +122,10 @@ class _Worker:
                     cal_t(head[0])
                     cal_s(head[1])
                     cal_e(e)
+                done += 1
         finally:
             self.events += n
-            self.stats.entities += len(entities)
+            self.stats.entities += done
 
     def _push(self, ev: Event) -> None:
         target = ev[2]
@@ -317,16 +318,15 @@ class SeerRuntime(WindowedRuntime):
         outputs = self.model.outputs
         agents = self.spec.agents
         state, start = w.state, w.snapshot
-        buffers = self._out
-        rewards, terms, truncs, observations, infos = buffers
+        rewards, terms, truncs, observations, infos = self._out
         while (chunk := claimer.claim()) is not None:
             for i in range(chunk[0], chunk[1]):
                 e = agents[i]
                 out = outputs(e, state, start)
                 try:
                     observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
-                except (TypeError, ValueError):
-                    self._store_output(buffers, i, e, out)  # raises, naming the entity
+                except (TypeError, ValueError) as exc:
+                    raise self._bad_output(e, out, exc) from None
 
     def worker_stats(self) -> list[dict[str, Any]]:
         """Per-thread counters (events, entities, CAS retries, busy/idle/CPU time)."""

@@ -33,15 +33,14 @@ class StaticRuntime(SeerRuntime):
 
     def __init__(self, model: Model, *, threads: int = 2, **options: object) -> None:
         super().__init__(model, threads=threads, **options)  # type: ignore[arg-type]
-        self._ready = np.empty(0, np.int64)
+        self._shares: list[list[int]] = []
 
     def _home(self, ready: np.ndarray, threads: int) -> np.ndarray:
         """The thread of each entity in ``ready``."""
         return ready % threads
 
     def _window_task(self, index: int) -> None:
-        ready = self._ready
-        mine = ready[self._home(ready, self._pool.threads) == index].tolist()
+        mine = self._shares[index]
         run, bound = self._workers[index].run_entities, self._bound
         try:
             for i in range(0, len(mine), ABORT_CHECK_EVERY):
@@ -53,7 +52,12 @@ class StaticRuntime(SeerRuntime):
             raise
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
-        self._ready = ready
+        threads = self._pool.threads
+        if threads > 1 and len(ready) > 1:  # else SEER's inline path runs it on the caller
+            home = self._home(ready, threads)
+            order = np.argsort(home, kind="stable")
+            cuts = np.cumsum(np.bincount(home, minlength=threads))[:-1]
+            self._shares = [part.tolist() for part in np.split(ready[order], cuts)]
         super()._run_window(ready, bound)
 
 

@@ -133,7 +133,8 @@ class WindowedRuntime(Runtime):
         self._abort_window()
 
     def _abort_window(self) -> None:
-        """Ask the threads running the current window to stop after their current entity."""
+        """Ask the threads running the current window to stop soon: after their current
+        chunk of entities (SEER) or their current few entities (static)."""
 
     def _run(self, t_end: float) -> None:
         calendar = self._calendar
@@ -149,7 +150,7 @@ class WindowedRuntime(Runtime):
         """Run every entity in ``ready`` (distinct ids) on its events ``< bound``."""
         raise NotImplementedError
 
-    # -- running one entity (used by every subclass, on any thread) --------------------------
+    # -- running one entity (the executor peer; SEER's worker loop inlines the same steps) ----
     def _run_entity(self, e: int, bound: tuple[float, int], push: Callable[[Event], Any],
                     calendar_out: CalendarBatch) -> int:
         """Run entity ``e``'s events ``< bound`` from its heap in κ order, with emits going

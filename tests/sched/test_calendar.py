@@ -106,3 +106,16 @@ def test_lookahead_zero_round_takes_only_the_lower_depth() -> None:
     assert calendar.pop_ready(window_bound(*calendar.head(), 9.0, 0.0)).tolist() == [1]
     assert calendar.pop_ready(window_bound(*calendar.head(), 9.0, 0.0)).tolist() == [2]
     assert calendar.head() is None
+
+
+def test_deepest_round_has_a_bound_beyond_int64() -> None:
+    # depth 63 makes the round's bound (63 + 1) << 57 == 2**63, which int64 cannot hold
+    calendar = Calendar(100)
+    batch = CalendarBatch()
+    for e in range(SMALL):
+        batch.add(0.0, 2**63 - 1 - e, e)
+    calendar.extend(batch)
+    bound = window_bound(*calendar.head(), 1.0, 0.0)
+    assert bound[1] == 2**63
+    assert sorted(calendar.pop_ready(bound).tolist()) == list(range(SMALL))
+    assert calendar.head() is None

@@ -204,3 +204,17 @@ def test_dropped_runtimes_and_failed_constructors_leave_no_threads():
     with pytest.raises(ValueError, match="unknown atomics path 'bogus'"):
         seer.SeerRuntime(RandomModel(5), threads=3, atomics_path="bogus")
     assert threading.active_count() == before
+
+
+def test_bad_outputs_are_named_by_the_parallel_outputs_path():
+    model = RandomModel(8)  # 8 agents >= 2 * threads: outputs are built on both threads
+    model.outputs = lambda e, s, st: (1, 2)
+    rt = seer.make_runtime(model, "seer", threads=2)
+    try:
+        with pytest.raises(seer.ModelError, match=r"outputs\(\) of model .* for entity \d+ "
+                           r"must return \(observation, reward, terminated, truncated, info\)"):
+            rt.reset(0)
+        del model.outputs  # the runtime stays usable
+        assert rt.reset(0).step == 0
+    finally:
+        rt.close()
