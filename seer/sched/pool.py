@@ -41,13 +41,15 @@ __all__ = ["WorkerPool", "WorkerStats"]
 class WorkerStats:
     """Per-thread counters since the last :meth:`WorkerPool.reset_stats` (read by STPA).
 
-    ``events``, ``entities`` and ``cas_retries`` are filled in by the runtime;
+    ``events``, ``entities``, ``cas_retries`` and ``steals`` (chunks of ready entities
+    taken from another thread's home segment) are filled in by the runtime;
     ``busy_s``/``idle_s`` are wall time inside / waiting between tasks; ``cpu_s`` is the
     thread's CPU time inside tasks; ``tasks`` counts tasks run."""
 
     events: int = 0
     entities: int = 0
     cas_retries: int = 0
+    steals: int = 0
     tasks: int = 0
     busy_s: float = 0.0
     idle_s: float = 0.0

@@ -1,8 +1,10 @@
 """The SEER runtime: dynamic parallel scheduling over the dual-layer queue.
 
 Per window (see :mod:`seer.sched.windows`): the coordinator (the caller's thread) publishes
-the ready entities to the PEL and wakes the pool; every thread — the caller included —
-claims guided chunks of ready entities with one ``fetch_add`` each; for each claimed entity
+the ready entities to the PEL, grouped by home thread (``e % threads``), and wakes the
+pool; every thread — the caller included — claims guided chunks of ready entities with one
+``fetch_add`` each, from its own home segment first and then from the others (so entities
+stay on one thread while the load is even, and move when it is not); for each claimed entity
 it merges the entity's LEQ intake into the entity's private heap and runs its events
 ``< B`` in κ order. Self-events go straight into the private heap (no atomics); events for
 other entities are written into an arena record from the worker's slab and pushed to the
@@ -33,7 +35,7 @@ from seer.queues import (
     ParallelExecutiveList,
 )
 from seer.queues.arena import NIL
-from seer.queues.pel import PelClaimer
+from seer.queues.pel import HomeClaimer, PelClaimer
 from seer.runtime import StepResult
 from seer.sched.calendar import CalendarBatch
 from seer.sched.pool import WorkerPool, WorkerStats
@@ -59,11 +61,11 @@ class _Worker:
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
     __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "handlers",
-                 "heads", "heaps", "index", "leq", "overflow", "push", "slab", "snapshot",
-                 "state", "stats")
+                 "heads", "heaps", "home", "index", "leq", "overflow", "push", "slab",
+                 "snapshot", "state", "stats")
 
-    def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer, stats: WorkerStats,
-                 contexts: list, handlers: tuple,
+    def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer, home: HomeClaimer,
+                 stats: WorkerStats, contexts: list, handlers: tuple,
                  views: tuple[StateArrays, StateArrays]) -> None:
         self.index = index
         self.heaps = leq.leqs.heaps
@@ -75,7 +77,8 @@ class _Worker:
         self.leq = leq
         self.heads = leq.heads  # plain view of the intake heads, for the emptiness check
         self.slab = leq.slab
-        self.claimer = claimer
+        self.claimer = claimer  # plain guided claims (outputs)
+        self.home = home  # home segment first, then steals (windows)
         self.stats = stats
         self.cal = CalendarBatch()
         self.cur = -1
@@ -169,7 +172,7 @@ class SeerRuntime(WindowedRuntime):
         layout = BufferLayout()
         arena_regions = EventArena.plan(layout, capacity)
         heads = LocalEventQueues.plan(layout, n)
-        pel_regions = ParallelExecutiveList.plan(layout, n)
+        pel_regions = ParallelExecutiveList.plan(layout, n, segments=MAX_THREADS)
         self._buffer = layout.allocate()
         self._arena = EventArena(capacity, self._buffer, arena_regions, n_slabs=MAX_THREADS,
                                  batch=batch)
@@ -205,7 +208,8 @@ class SeerRuntime(WindowedRuntime):
         threads = self._pool.threads
         self._workers = [
             _Worker(i, self._leqs.worker(self._arena.slab(i), self._atomics_path),
-                    self._pel.claimer(threads), self._pool.stats[i], self._contexts,
+                    self._pel.claimer(threads), self._pel.home_claimer(i, threads),
+                    self._pool.stats[i], self._contexts,
                     self._handlers, self._private_views())
             for i in range(threads)
         ]
@@ -256,7 +260,7 @@ class SeerRuntime(WindowedRuntime):
             if len(ready) == 1 or self._pool.threads == 1:
                 self._run_inline(ready, bound)
             else:
-                self._pel.publish(ready)
+                self._publish(ready)
                 self._pool.run(self._window_task, self._abort_window)
         except BaseException as exc:
             self._collect_calendar()
@@ -276,6 +280,15 @@ class SeerRuntime(WindowedRuntime):
             w.events = 0
             w.stats.cas_retries += w.leq.cas_retries
             w.leq.cas_retries = 0
+            w.stats.steals += w.home.steals
+            w.home.steals = 0
+
+    def _publish(self, ready: np.ndarray) -> None:
+        """Hand the window's ready entities to the threads: entity ``e`` has its home on
+        thread ``e % threads`` and is stolen by another thread only when that one has run
+        out of its own (see :class:`~seer.queues.pel.HomeClaimer`)."""
+        threads = self._pool.threads
+        self._pel.publish_homed(ready, ready % threads, threads)
 
     def _run_inline(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         """Run a window on the caller alone (one thread, or one ready entity)."""
@@ -283,8 +296,8 @@ class SeerRuntime(WindowedRuntime):
 
     def _window_task(self, index: int) -> None:
         w = self._workers[index]
-        claimer = w.claimer
-        claimer.reset()
+        claimer = w.home
+        claimer.reset(self._pool.threads)
         items = self._pel.items
         bound = self._bound
         run = w.run_entities

@@ -51,14 +51,12 @@ class StaticRuntime(SeerRuntime):
             self._abort = True
             raise
 
-    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
+    def _publish(self, ready: np.ndarray) -> None:
         threads = self._pool.threads
-        if threads > 1 and len(ready) > 1:  # else SEER's inline path runs it on the caller
-            home = self._home(ready, threads)
-            order = np.argsort(home, kind="stable")
-            cuts = np.cumsum(np.bincount(home, minlength=threads))[:-1]
-            self._shares = [part.tolist() for part in np.split(ready[order], cuts)]
-        super()._run_window(ready, bound)
+        home = self._home(ready, threads)
+        order = np.argsort(home.astype(np.int16), kind="stable")
+        cuts = np.cumsum(np.bincount(home, minlength=threads))[:-1]
+        self._shares = [part.tolist() for part in np.split(ready[order], cuts)]
 
 
 class StaticBlockRuntime(StaticRuntime):

@@ -1,5 +1,6 @@
 import threading
 
+import numpy as np
 import pytest
 
 from seer.queues import CapacityError, MpmcRing, ParallelExecutiveList
@@ -106,3 +107,55 @@ def test_ring_mpmc_loses_nothing_and_keeps_each_producers_order(path, producers,
             p, i = v >> 32, v & 0xFFFFFFFF
             assert last.get(p, -1) < i, "ring reordered one producer's values"
             last[p] = i
+
+
+def test_home_claims_take_the_own_segment_first_then_steal(path):
+    pel = ParallelExecutiveList.create(100, segments=4)
+    ready = np.arange(30, 60)
+    pel.publish_homed(ready, ready % 3, 3)
+    assert [int(x) % 3 for x in pel.items[:30]] == [0] * 10 + [1] * 10 + [2] * 10
+    c = pel.home_claimer(1, threads=3, path=path)
+    c.reset(3)
+    taken = []
+    while (r := c.claim()) is not None:
+        taken.extend(int(x) for x in pel.items[r[0]:r[1]])
+    # alone, thread 1 runs all of its home entities, then steals segment 2, then 0
+    assert taken == [e for e in range(30, 60) if e % 3 == 1] + \
+        [e for e in range(30, 60) if e % 3 == 2] + [e for e in range(30, 60) if e % 3 == 0]
+    assert c.steals > 0 and c.claims > c.steals
+
+
+def test_home_segments_are_bounded_by_the_plan():
+    pel = ParallelExecutiveList.create(10, segments=2)
+    with pytest.raises(CapacityError, match="room for 2 home segments, asked for 3"):
+        pel.publish_homed(np.arange(3), np.arange(3), 3)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_home_claims_hand_out_every_item_exactly_once(path, threads):
+    windows = 40 if path == "fast" else 8
+    pel = ParallelExecutiveList.create(4096, segments=threads)
+    claimed = [[] for _ in range(threads)]
+    published = []
+    start, end = threading.Barrier(threads), threading.Barrier(threads)
+    rng = np.random.default_rng(threads)
+
+    def work(t):
+        c = pel.home_claimer(t, threads, path=path)
+        for w in range(windows):
+            if t == 0:
+                ready = np.unique(rng.integers(0, 3000, 50 + 40 * (w % 30))) + 10_000 * w
+                published.extend(ready.tolist())
+                # uneven homes: most items belong to thread 0, so the others must steal
+                pel.publish_homed(ready, (ready % 7 == 0) * (ready % threads), threads)
+            start.wait()
+            c.reset(threads)
+            while (r := c.claim()) is not None:
+                claimed[t].extend(int(x) for x in pel.items[r[0]:r[1]])
+            end.wait()
+        return c.steals
+
+    steals = run_threads(threads, work)
+    got = sorted(x for part in claimed for x in part)
+    assert got == sorted(published)  # nothing lost, nothing claimed twice
+    assert sum(steals) > 0
