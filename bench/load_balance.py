@@ -36,10 +36,12 @@ def measure(workload: str, entities: int, cost: float, kind: str, threads: int,
         wall = time.perf_counter() - t0
         cpu = [s["cpu_s"] for s in rt.worker_stats()]
         events = [s["events"] for s in rt.worker_stats()]
+        steals = [s.get("steals", 0) for s in rt.worker_stats()]
     finally:
         rt.close()
     mean = statistics.fmean(cpu)
     return {"kind": kind, "threads": threads, "wall_s": wall, "cpu_s": cpu, "events": events,
+            "steals": steals,
             "cpu_cv": statistics.pstdev(cpu) / mean if mean else 0.0}
 
 

@@ -1,7 +1,7 @@
 """One benchmark run of everything, with tables and plots, written to bench/RESULTS.md.
 
     .venv/bin/python -m bench.report            # fast mode: 2 rounds, about 10 minutes
-    .venv/bin/python -m bench.report --full     # 4 rounds, 2 values each, all T
+    .venv/bin/python -m bench.report --full     # 6 rounds, 2 values each, all T (~35 min)
     .venv/bin/python -m bench.report --smoke    # smallest sizes, into a temp dir (tests)
 
 Every part is a pyperf benchmark file in ``bench/results`` that records interpreter, GIL
@@ -60,7 +60,7 @@ class Sizes:
         cores = seer.cpu_count()
         small = mode == "smoke"
         self.mode = mode
-        self.rounds = {"smoke": 1, "fast": 2, "full": 4}[mode]
+        self.rounds = {"smoke": 1, "fast": 2, "full": 6}[mode]
         self.per_round = {"smoke": ["--debug-single-value"],
                           "fast": ["--processes", "1", "--values", "1", "--warmups", "1"],
                           "full": ["--processes", "1", "--values", "2", "--warmups", "1"]}[mode]
@@ -515,10 +515,12 @@ def write_results(m: dict[str, Part], balance: dict, z: Sizes, figures: list[str
         out += [f"## Load balance: {workload}, {a['entities']} entities{gain}, 2 threads, "
                 f"{a['steps']} steps", "",
                 *table(["runtime", "wall s", "CPU s per thread", "events per thread",
-                        "CPU coefficient of variation"],
+                        "chunks stolen per thread", "CPU coefficient of variation"],
                        [[r["kind"], f"{r['wall_s']:.2f}",
                          ", ".join(f"{c:.2f}" for c in r["cpu_s"]),
-                         ", ".join(str(e) for e in r["events"]), f"{r['cpu_cv']:.3f}"]
+                         ", ".join(str(e) for e in r["events"]),
+                         ", ".join(str(e) for e in r.get("steals", [])) or "-",
+                         f"{r['cpu_cv']:.3f}"]
                         for r in lb["rows"]]), ""]
     out += ["## Queue structures and atomics paths (time per operation)", "",
             *table(["benchmark", "median"],
