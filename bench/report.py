@@ -396,8 +396,10 @@ def goals(m: dict[str, Part], z: Sizes) -> list[list[str]]:
         seer_key = fmt.format(g) + "seer(2)"
         # time(peer) / time(seer) per round: > 1 where SEER is faster
         lead = {p: h.speedup(fmt.format(g) + p, seer_key) for p in peer_names}
-        wins.append(all(v > 1 for v in lead.values()))
-        cells.append(f"peak {g:g}: " + ", ".join(f"{p} {v:.2f}" for p, v in lead.items()))
+        if g > 0:  # peak 0 (no hotspot) is the control, not part of the goal
+            wins.append(all(v > 1 for v in lead.values()))
+        cells.append(f"peak {g:g}{' (no hotspot, control)' if g == 0 else ''}: "
+                     + ", ".join(f"{p} {v:.2f}" for p, v in lead.items()))
     air_lead = {p: air.speedup(f"{z.air}-{p}", f"{z.air}-seer(2)") for p in peer_names}
     air_win = all(v > 1 for v in air_lead.values())
     c = m["cost_sweep"]
@@ -418,7 +420,7 @@ def goals(m: dict[str, Part], z: Sizes) -> list[list[str]]:
          yes(pcs_seer >= 1.25)],
         ["SEER vs `static`, `static-block`, `global` under a moving hotspot (PCS): time of "
          "the peer / time of seer(2)", "> 1 for all", "; ".join(cells),
-         f"{sum(wins)} of {len(wins)} peaks"],
+         f"{sum(wins)} of {len(wins)} hotspot peaks"],
         ["the same on Aircraft (moving clusters)", "> 1 for all",
          ", ".join(f"{p} {v:.2f}" for p, v in air_lead.items()), yes(air_win)],
         ["seer(1) / serial at 50 µs events", ">= 0.90x (overhead <= 10 %)",
