@@ -10,7 +10,7 @@ on it by construction.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -242,32 +242,35 @@ class Runtime(ABC):
                                            payload))
 
     def _outputs(self) -> StepResult:
-        spec = self.spec
-        outputs = spec.model.outputs
-        state, start = self.state, self.snapshot
         buffers = self._output_buffers()
-        for i, e in enumerate(spec.agents):
-            self._store_output(buffers, i, e, outputs(e, state, start))
+        self._store_outputs(range(len(self.spec.agents)), self.state, self.snapshot, buffers)
         return self._step_result(buffers)
 
     def _output_buffers(self) -> tuple:
         """``(rewards, terminations, truncations, observations, infos)``, one slot per
-        agent, filled by :meth:`_store_output` (from any thread: slots are disjoint)."""
+        agent, filled by :meth:`_store_outputs`."""
         k = len(self.spec.agents)
         return (np.zeros(k, np.float64), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
                 [None] * k, [None] * k)
 
-    def _store_output(self, buffers: tuple, i: int, entity: int, out: Any) -> None:
+    def _store_outputs(self, positions: Iterable[int], state: StateArrays,
+                       start: StateArrays, buffers: tuple) -> None:
+        """Call ``outputs()`` for the agents at ``positions`` and fill their slots. Any
+        thread may fill its own positions (slots are disjoint); a parallel runtime passes
+        the thread's own ``state``/``start`` views and loads the rest once per call."""
+        outputs = self.model.outputs
+        agents = self.spec.agents
         rewards, terms, truncs, observations, infos = buffers
-        try:
-            observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
-        except (TypeError, ValueError) as exc:
-            raise self._bad_output(entity, out, exc) from None
-
-    def _bad_output(self, entity: int, out: Any, exc: BaseException) -> ModelError:
-        return ModelError(
-            f"outputs() of model {self.spec.name!r} for entity {entity} must return "
-            f"(observation, reward, terminated, truncated, info); got {out!r} ({exc})")
+        for i in positions:
+            entity = agents[i]
+            out = outputs(entity, state, start)
+            try:
+                observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
+            except (TypeError, ValueError) as exc:
+                raise ModelError(
+                    f"outputs() of model {self.spec.name!r} for entity {entity} must return "
+                    f"(observation, reward, terminated, truncated, info); got {out!r} ({exc})"
+                ) from None
 
     def _step_result(self, buffers: tuple) -> StepResult:
         rewards, terms, truncs, observations, infos = buffers

@@ -288,7 +288,11 @@ class SeerRuntime(WindowedRuntime):
         thread ``e % threads`` and is stolen by another thread only when that one has run
         out of its own (see :class:`~seer.queues.pel.HomeClaimer`)."""
         threads = self._pool.threads
-        self._pel.publish_homed(ready, ready % threads, threads)
+        self._pel.publish_homed(ready, self._home(ready, threads), threads)
+
+    def _home(self, ready: np.ndarray, threads: int) -> np.ndarray:
+        """The home thread of each entity in ``ready``: ``e % threads``."""
+        return ready % threads
 
     def _run_inline(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         """Run a window on the caller alone (one thread, or one ready entity)."""
@@ -328,18 +332,9 @@ class SeerRuntime(WindowedRuntime):
         w = self._workers[index]
         claimer = w.claimer
         claimer.reset()
-        outputs = self.model.outputs
-        agents = self.spec.agents
-        state, start = w.state, w.snapshot
-        rewards, terms, truncs, observations, infos = self._out
+        store, state, start, buffers = self._store_outputs, w.state, w.snapshot, self._out
         while (chunk := claimer.claim()) is not None:
-            for i in range(chunk[0], chunk[1]):
-                e = agents[i]
-                out = outputs(e, state, start)
-                try:
-                    observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
-                except (TypeError, ValueError) as exc:
-                    raise self._bad_output(e, out, exc) from None
+            store(range(chunk[0], chunk[1]), state, start, buffers)
 
     def worker_stats(self) -> list[dict[str, Any]]:
         """Per-thread counters (events, entities, CAS retries, busy/idle/CPU time)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from seer.model import Model
 from seer.sched.seer import SeerRuntime
 
 __all__ = ["StaticBlockRuntime", "StaticRuntime"]
@@ -27,20 +26,14 @@ ABORT_CHECK_EVERY = 32
 
 
 class StaticRuntime(SeerRuntime):
-    """Entities bound to threads by ``id % threads``."""
+    """Entities bound to threads by ``id % threads``: each thread runs its own home
+    segment of the PEL (see :meth:`SeerRuntime._publish`) and never steals."""
 
     kind = "static"
 
-    def __init__(self, model: Model, *, threads: int = 2, **options: object) -> None:
-        super().__init__(model, threads=threads, **options)  # type: ignore[arg-type]
-        self._shares: list[list[int]] = []
-
-    def _home(self, ready: np.ndarray, threads: int) -> np.ndarray:
-        """The thread of each entity in ``ready``."""
-        return ready % threads
-
     def _window_task(self, index: int) -> None:
-        mine = self._shares[index]
+        pel = self._pel
+        mine = pel.items[pel.seg_start[index]:pel.seg_end[index]].tolist()
         run, bound = self._workers[index].run_entities, self._bound
         try:
             for i in range(0, len(mine), ABORT_CHECK_EVERY):
@@ -50,13 +43,6 @@ class StaticRuntime(SeerRuntime):
         except BaseException:
             self._abort = True
             raise
-
-    def _publish(self, ready: np.ndarray) -> None:
-        threads = self._pool.threads
-        home = self._home(ready, threads)
-        order = np.argsort(home.astype(np.int16), kind="stable")
-        cuts = np.cumsum(np.bincount(home, minlength=threads))[:-1]
-        self._shares = [part.tolist() for part in np.split(ready[order], cuts)]
 
 
 class StaticBlockRuntime(StaticRuntime):
