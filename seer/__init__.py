@@ -27,6 +27,7 @@ from seer.model import Context, Model, StateArrays
 from seer.platform import GILWarning, cpu_count, free_threaded_build, gil_disabled
 from seer.runtime import Runtime, StepResult
 from seer.sched import (
+    DualQueueRuntime,
     ExecutorRuntime,
     GlobalQueueRuntime,
     SeerRuntime,
@@ -42,6 +43,7 @@ __all__ = [
     "CausalityError",
     "Context",
     "ContractError",
+    "DualQueueRuntime",
     "Event",
     "ExecutorRuntime",
     "GILWarning",

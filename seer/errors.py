@@ -21,6 +21,8 @@ __all__ = [
     "SeerError",
     "UnknownKindError",
     "UnknownTargetError",
+    "event_of",
+    "tag_event",
 ]
 
 
@@ -113,3 +115,20 @@ class HandlerError(SeerError):
             f"handler for {kind!r} raised {type(cause).__name__}: {cause} "
             f"[model {model!r}, step {step}, entity {entity}, event {event!r}]"
         )
+
+
+# Which event an exception escaped from. A thread that runs handlers tags the exception on
+# its way out; the runtime reads the tag on the caller's thread to build a HandlerError and
+# to choose, among several failures of one window, the one serial stepping meets first.
+_EVENT_TAG = "__seer_event__"
+
+
+def tag_event(exc: BaseException, event: Any) -> BaseException:
+    """Record on ``exc`` the event whose handler raised it; returns ``exc``."""
+    setattr(exc, _EVENT_TAG, event)
+    return exc
+
+
+def event_of(exc: BaseException) -> Any:
+    """The event recorded by :func:`tag_event`, or None."""
+    return getattr(exc, _EVENT_TAG, None)

@@ -1,7 +1,8 @@
-"""PettingZoo ``ParallelEnv`` over any Model and any runtime kind (DESIGN.md section 8).
+"""PettingZoo ``ParallelEnv`` over any Model and any runtime (``docs/design.md``, "The
+PettingZoo adapter").
 
     from seer.marl import SeerParallelEnv
-    env = SeerParallelEnv(Aircraft(800), kind="seer", threads=2)
+    env = SeerParallelEnv(Aircraft(800), "seer", threads=2)
     observations, infos = env.reset(seed=0)
     observations, rewards, terminations, truncations, infos = env.step(actions)
 
@@ -30,12 +31,13 @@ __all__ = ["SeerParallelEnv"]
 
 
 class SeerParallelEnv(ParallelEnv):
-    """A PettingZoo parallel environment stepping ``model`` on runtime ``kind``."""
+    """A PettingZoo parallel environment stepping ``model`` on the runtime named
+    ``runtime`` (see :func:`seer.make_runtime`)."""
 
     metadata = {"name": "seer_v0", "render_modes": ["rgb_array"],  # noqa: RUF012
                 "is_parallelizable": True}
 
-    def __init__(self, model: Model, kind: str = "seer", *, threads: int = 2,
+    def __init__(self, model: Model, runtime: str = "seer", *, threads: int = 2,
                  render_mode: str | None = None, prefix: str | None = None,
                  **runtime_options: Any) -> None:
         if render_mode not in (None, "rgb_array"):
@@ -46,7 +48,7 @@ class SeerParallelEnv(ParallelEnv):
                                 "gymnasium space to be used as a PettingZoo environment")
         self.model = model
         self.render_mode = render_mode
-        self.runtime = make_runtime(model, kind, threads=threads, **runtime_options)
+        self.runtime = make_runtime(model, runtime, threads=threads, **runtime_options)
         prefix = prefix or type(model).__name__.lower()
         self._entities = tuple(self.runtime.spec.agents)
         self.possible_agents = [f"{prefix}_{e}" for e in self._entities]

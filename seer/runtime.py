@@ -4,7 +4,7 @@ A runtime subclass supplies only the event machinery: where emitted events go
 (``_make_push``), how external events are queued (``_push_external``), how pending events
 are dropped (``_clear_events``) and how the events of ``[τ_t, τ_{t+1})`` are run
 (``_run``). Everything that decides *results* lives here, once, so that all runtimes agree
-on it by construction.
+on it by construction (``docs/design.md``, "The runtime hierarchy").
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from seer.errors import ContractError, HandlerError, ModelError, RuntimeStateError
+from seer.errors import (
+    ContractError,
+    HandlerError,
+    ModelError,
+    RuntimeStateError,
+    event_of,
+    tag_event,
+)
 from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, make_event
 from seer.model import (
     INIT_PARENT_SEQ,
@@ -30,7 +37,7 @@ from seer.model import (
     read_only,
 )
 
-__all__ = ["Runtime", "StepResult"]
+__all__ = ["Runtime", "StepResult", "run_event"]
 
 _NEW, _READY, _FAILED, _CLOSED = "new", "ready", "failed", "closed"
 
@@ -52,11 +59,29 @@ class StepResult:
     infos: list[dict]
 
 
+def run_event(handlers: tuple[Callable[[Context, Event], None], ...], ctx: Context,
+              ev: Event) -> None:
+    """Run event ``ev`` on its entity's context: the per-event dispatch of every runtime.
+
+    An exception leaves tagged with the event (:func:`seer.errors.tag_event`), so that the
+    caller's thread can say where it happened. The serial loop and SEER's worker loop
+    inline these lines (a call per event is measurable there); everything else calls this.
+    """
+    ctx.now = ev[0]
+    ctx._seq = ev[1]
+    try:
+        handlers[ev[3]](ctx, ev)
+    except BaseException as exc:
+        tag_event(exc, ev)
+        raise
+
+
 class Runtime(ABC):
     """Common interface: ``reset(seed)``, ``step(actions)``, ``close()``; also a context
     manager. ``state`` gives read-only views of the live entity state."""
 
-    kind: ClassVar[str] = "abstract"
+    #: The runtime's name, as given to :func:`seer.make_runtime`.
+    name: ClassVar[str] = "abstract"
 
     def __init__(self, model: Model, *, debug: bool = False) -> None:
         self.spec: ModelSpec = compile_model(model)
@@ -96,8 +121,8 @@ class Runtime(ABC):
     def _run(self, t_end: float) -> None:
         """Run every pending event with τ < ``t_end`` in an order equivalent to κ order.
 
-        On an exception in a handler, call :meth:`_handler_failed` and raise what it
-        returns."""
+        An exception from a handler is tagged with its event (:func:`run_event`) and
+        passed to :meth:`_raise_failure`."""
 
     # -- public API ---------------------------------------------------------------------
     @property
@@ -145,7 +170,6 @@ class Runtime(ABC):
         self._take_snapshot()
         for ctx in self._contexts:
             ctx.snapshot = self.snapshot
-        self._after_reset()
         result = self._outputs()
         self._status = _READY
         return result
@@ -186,8 +210,9 @@ class Runtime(ABC):
         self.close()
 
     @property
-    def stats(self) -> dict[str, int]:
-        """Counters since the last reset: events run, events emitted, cross-entity emits."""
+    def stats(self) -> dict[str, Any]:
+        """Counters since the last reset: events run, events emitted, cross-entity emits
+        (parallel runtimes add their name, threads and windows)."""
         return {
             "events_run": self.events_run,
             "emitted": sum(c._counter for c in self._contexts),
@@ -195,9 +220,6 @@ class Runtime(ABC):
         }
 
     # -- shared machinery ----------------------------------------------------------------
-    def _after_reset(self) -> None:  # noqa: B027 - optional hook, empty by default
-        """Hook for subclasses that index pending events after ``init_entity``."""
-
     def _check_open(self) -> None:
         if self._status == _CLOSED:
             raise RuntimeStateError(f"{type(self).__name__} is closed")
@@ -277,10 +299,29 @@ class Runtime(ABC):
         return StepResult(self._step_index, self._step_index * self.spec.step_length,
                           observations, rewards, terms, truncs, infos)
 
+    def _mark_failed(self) -> None:
+        """The episode cannot go on: the next ``step`` needs a ``reset`` first."""
+        if self._status != _CLOSED:
+            self._status = _FAILED
+
+    def _raise_failure(self, exc: BaseException) -> None:
+        """Raise the error the caller should see for ``exc``, which escaped a step: a
+        :class:`HandlerError` (or the :class:`ContractError` itself) when ``exc`` is tagged
+        with its event, else ``exc`` unchanged."""
+        ev = event_of(exc)
+        if ev is None:
+            if isinstance(exc, Exception):
+                self._mark_failed()
+            raise exc
+        err = self._handler_failed(exc, ev[2], self._kind_name(ev[3]), ev)
+        if err is exc:
+            raise exc
+        raise err from exc
+
     def _handler_failed(self, exc: BaseException, entity: int, kind: str,
                         event: Event | None) -> BaseException:
         """Mark the runtime failed and return the exception the caller should see."""
-        self._status = _FAILED
+        self._mark_failed()
         if isinstance(exc, ContractError):
             exc.step = self._step_index
             exc.kind = kind

@@ -1,35 +1,29 @@
-"""Event records as structure-of-arrays in the shared buffer, addressed by int handles.
+"""The event arena: event records addressed by int handles, with per-worker slabs.
 
-Record ``h`` is row ``h`` of seven int64-sized fields::
+Record ``h`` has two parts:
 
-    tau     float64  timestamp τ
-    seq     int64    sequence number (κ = (τ, seq))
-    target  int64    entity the event is for
-    meta    int64    kind << 8 | payload type
-    p0, p1  8 bytes  numeric payload slots
-    next    int64    link to the next record in an LEQ intake chain (NIL = -1)
+* ``next[h]``, an int64 word in the shared buffer: the link to the next record of an LEQ
+  intake chain (:data:`NIL` ends a chain). It lives in the buffer because the LEQ's atomic
+  head words point at handles, and a chain must be readable by whoever takes it.
+* slot ``h`` of the arena's *side table*, which holds the :class:`~seer.events.Event`
+  tuple itself. Events are immutable Python objects, so the in-process runtime stores the
+  object rather than copying its fields into numbers and rebuilding a tuple on the other
+  side (two stores instead of six, and no allocation on read). Records that must be read by
+  another process carry numeric fields instead: see :mod:`seer.interprocess`.
 
-Payload types: None, a float (in ``p0``), an int that fits int64 (in ``p0``), a pair of
-floats (``p0``, ``p1``; written with :meth:`ArenaSlab.write_numeric`, the form another
-process can read), or any other object, kept in the arena's in-process *side table*.
-Within one process, :meth:`ArenaSlab.write_event` stores the whole immutable event tuple
-in the side table instead (two stores instead of six, and no tuple to rebuild on read):
-the runtime uses that form, since its records never leave the process.
+Ownership. A record is owned by exactly one party at a time: the slab that allocated it
+(while writing), then the LEQ intake it was pushed to (the push's release publishes the
+side-table slot and the ``next`` link), then the worker that took the intake (the
+exchange's acquire makes them visible), which consumes the record and frees it into *its
+own* slab. Consuming clears the slot, so the arena never keeps a payload alive.
 
-Ownership and allocation. A record is owned by exactly one party at a time: the slab that
-allocated it (while writing), then the LEQ intake it was pushed to (the push's release
-publishes the fields), then the worker that drained it (the exchange's acquire makes the
-fields visible), which frees it into *its own* slab. Each slab keeps a private free list,
-so allocation and freeing need no atomics. Handles therefore migrate between slabs. All
-handles start in a process-wide pool; a slab that runs dry takes a batch from it, and a
-slab whose free list exceeds two batches gives one back (one lock per batch, never per
-record). So at most ``2 * batch`` free records sit in any one slab, and
-:class:`ArenaFullError` means that fewer than that many records per slab were free when
-one was needed: size ``capacity`` as the peak of pending events plus
+Allocation. Each slab keeps a private free list, so allocation and freeing need no atomics;
+handles therefore migrate between slabs. All handles start in a process-wide pool; a slab
+that runs dry takes a batch from it, and a slab whose free list exceeds two batches gives
+one back (one lock per batch, never per record). So at most ``2 * batch`` free records sit
+in any one slab, and :class:`ArenaFullError` means fewer than that many were free when one
+was needed: size ``capacity`` as the peak of events in flight plus
 ``n_slabs * 2 * batch``. Nothing is ever overwritten.
-
-Several processes can share one arena (in a shared-memory block) by giving each a disjoint
-``handles`` range: the pool and the side table are per process.
 """
 
 from __future__ import annotations
@@ -37,33 +31,31 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import numpy as np
-
-from seer.events import Event
+from seer.errors import SeerError
+from seer.events import Event, make_event
 from seer.queues.layout import BufferLayout, Region
 
 __all__ = ["NIL", "ArenaFullError", "ArenaSlab", "EventArena", "HandleError"]
 
+#: The null handle: ends an intake chain and marks an empty intake.
 NIL = -1
-P_NONE, P_FLOAT, P_INT, P_PAIR, P_OBJECT, P_EVENT = 0, 1, 2, 3, 4, 5
 _SIDE_CHUNK_BITS = 10
 _SIDE_CHUNK = 1 << _SIDE_CHUNK_BITS
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_tuple_new = tuple.__new__
-
-FIELDS = ("tau", "seq", "target", "meta", "p0", "p1", "next")
+_SIDE_MASK = _SIDE_CHUNK - 1
 
 
-class ArenaFullError(RuntimeError):
+class ArenaFullError(SeerError, RuntimeError):
     """Every record of the arena is in use."""
 
 
-class HandleError(IndexError):
+class HandleError(SeerError, IndexError):
     """A handle outside ``range(capacity)``."""
 
 
 class EventArena:
-    """``capacity`` event records in ``buffer`` (see the module docstring)."""
+    """``capacity`` event records; their ``next`` links live in ``buffer`` (region
+    ``ev_next``). ``handles`` restricts this arena object to part of the records, so that
+    several processes can share one buffer, each allocating from a disjoint range."""
 
     def __init__(self, capacity: int, buffer: Any, regions: dict[str, Region],
                  *, n_slabs: int = 1, batch: int = 256, handles: range | None = None) -> None:
@@ -86,18 +78,13 @@ class EventArena:
         self._side: list[list[Any]] = [[None] * _SIDE_CHUNK
                                        for _ in range(-(-capacity // _SIDE_CHUNK))]
         self.n_slabs = n_slabs
-        self.arrays = {
-            name: np.ndarray((capacity,), np.float64 if name == "tau" else np.int64,
-                             buffer=buffer, offset=regions["ev_" + name].offset)
-            for name in FIELDS
-        }
 
     @staticmethod
     def plan(layout: BufferLayout, capacity: int) -> dict[str, Region]:
-        """Add this arena's regions to ``layout``."""
+        """Add this arena's region (the ``next`` links) to ``layout``."""
         if capacity < 1:
             raise ValueError(f"arena capacity must be >= 1, got {capacity}")
-        return {"ev_" + f: layout.add("ev_" + f, capacity) for f in FIELDS}
+        return {"ev_next": layout.add("ev_next", capacity)}
 
     @classmethod
     def create(cls, capacity: int, *, n_slabs: int = 1, batch: int = 256) -> EventArena:
@@ -107,20 +94,26 @@ class EventArena:
         return cls(capacity, layout.allocate(), regions, n_slabs=n_slabs, batch=batch)
 
     def slab(self, index: int) -> ArenaSlab:
-        """The allocator of worker ``index`` (make it on, and use it from, that worker's
-        thread). It starts empty and takes handles from the pool as needed."""
+        """The allocator of worker ``index`` (used by that worker's thread only). It starts
+        empty and takes handles from the pool as needed."""
         if not 0 <= index < self.n_slabs:
             raise ValueError(f"slab {index} out of range({self.n_slabs})")
         return ArenaSlab(self)
 
+    def pooled(self) -> int:
+        """Free records in the process-wide pool (not counting those held by slabs)."""
+        with self._pool_lock:
+            return len(self._pool)
+
     def reset(self) -> None:
         """Forget every record and put all handles back in the pool (single-threaded use
         only; slabs made before must not be used again: make new ones)."""
-        self._pool[:] = reversed(self.handles)
+        with self._pool_lock:
+            self._pool[:] = reversed(self.handles)
         for chunk in self._side:
             chunk[:] = [None] * _SIDE_CHUNK
 
-    # -- overflow pool (process-wide, one lock per batch of handles) --------------------------
+    # -- the pool, used by slabs only (one lock per batch of handles) --------------------------
     def _take_batch(self) -> list[int]:
         with self._pool_lock:
             batch = self._pool[-self.batch:]
@@ -134,10 +127,9 @@ class EventArena:
 
 class ArenaSlab:
     """One worker's allocator and reader/writer of records. Not thread-safe by design:
-    exactly one thread uses a slab, so its free list and memoryviews are private."""
+    exactly one thread uses a slab, so its free list and memoryview are private."""
 
-    __slots__ = ("_free", "_high", "_meta", "_next", "_p0f", "_p0i", "_p1f", "_seq", "_side",
-                 "_target", "_tau", "arena", "capacity")
+    __slots__ = ("_free", "_high", "_next", "_side", "arena", "capacity")
 
     def __init__(self, arena: EventArena) -> None:
         self.arena = arena
@@ -145,20 +137,9 @@ class ArenaSlab:
         self._free: list[int] = []
         self._high = 2 * arena.batch
         self._side = arena._side
-        regions, buf = arena.regions, memoryview(arena.buffer).cast("B")
-
-        def view(name: str, fmt: str) -> memoryview:
-            r = regions["ev_" + name]
-            return buf[r.offset: r.offset + 8 * arena.capacity].cast(fmt)
-
-        self._tau = view("tau", "d")
-        self._seq = view("seq", "q")
-        self._target = view("target", "q")
-        self._meta = view("meta", "q")
-        self._p0f = view("p0", "d")
-        self._p0i = view("p0", "q")
-        self._p1f = view("p1", "d")
-        self._next = view("next", "q")
+        r = arena.regions["ev_next"]
+        self._next = memoryview(arena.buffer).cast("B")[r.offset: r.offset + 8 * arena.capacity] \
+            .cast("q")
 
     @property
     def next(self) -> memoryview:
@@ -175,8 +156,8 @@ class ArenaSlab:
             free.extend(self.arena._take_batch())
             if not free:
                 raise ArenaFullError(
-                    f"event arena full: no free record among {self.capacity} (pending "
-                    f"events, plus up to {2 * self.arena.batch} free records held by each "
+                    f"event arena full: no free record among {self.capacity} (events in "
+                    f"flight, plus up to {2 * self.arena.batch} free records held by each "
                     "other slab); use a larger arena capacity")
         return free.pop()
 
@@ -191,62 +172,37 @@ class ArenaSlab:
             del free[-self.arena.batch:]
             self.arena._give_batch(batch)
 
-    def write(self, h: int, tau: float, seq: int, target: int, kind: int,
-              payload: Any) -> None:
-        """Fill record ``h`` (not yet published: no other thread may see ``h``)."""
-        self._tau[h] = tau
-        self._seq[h] = seq
-        self._target[h] = target
-        cls = payload.__class__
-        if payload is None:
-            self._meta[h] = kind << 8
-        elif cls is float:
-            self._p0f[h] = payload
-            self._meta[h] = (kind << 8) | P_FLOAT
-        elif cls is int and _INT64_MIN <= payload <= _INT64_MAX:
-            self._p0i[h] = payload
-            self._meta[h] = (kind << 8) | P_INT
-        else:
-            self._side[h >> _SIDE_CHUNK_BITS][h & (_SIDE_CHUNK - 1)] = payload
-            self._meta[h] = (kind << 8) | P_OBJECT
+    def release(self) -> None:
+        """Give every free record this slab holds back to the pool (when the slab's thread
+        goes away, e.g. on a resize). The slab stays usable."""
+        if self._free:
+            self.arena._give_batch(self._free)
+            self._free = []
 
     def write_event(self, h: int, event: Event) -> None:
-        """Fill record ``h`` with an in-process event object (see the module docstring)."""
-        self._side[h >> _SIDE_CHUNK_BITS][h & (_SIDE_CHUNK - 1)] = event
-        self._meta[h] = P_EVENT
+        """Fill record ``h`` (not yet published: no other thread may see ``h``)."""
+        self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK] = event
 
-    def write_numeric(self, h: int, tau: float, seq: int, target: int, kind: int,
-                      p0: float, p1: float) -> None:
-        """Fill record ``h`` with a pair-of-floats payload (readable from any process)."""
-        self._tau[h] = tau
-        self._seq[h] = seq
-        self._target[h] = target
-        self._p0f[h] = p0
-        self._p1f[h] = p1
-        self._meta[h] = (kind << 8) | P_PAIR
+    def write(self, h: int, tau: float, seq: int, target: int, kind: int,
+              payload: Any = None) -> None:
+        """Fill record ``h`` with the event ``(tau, seq, target, kind, payload)``."""
+        self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK] = make_event(tau, seq, target, kind,
+                                                                      payload)
 
     def read(self, h: int) -> Event:
-        """Record ``h`` as an :class:`~seer.events.Event`."""
+        """Record ``h``'s event (the record stays allocated)."""
         if not 0 <= h < self.capacity:
             raise HandleError(f"event handle {h} out of range({self.capacity})")
-        meta = self._meta[h]
-        ptype = meta & 0xFF
-        if ptype == P_EVENT:
-            return self._side[h >> _SIDE_CHUNK_BITS][h & (_SIDE_CHUNK - 1)]
-        if ptype == P_NONE:
-            payload = None
-        elif ptype == P_FLOAT:
-            payload = self._p0f[h]
-        elif ptype == P_INT:
-            payload = self._p0i[h]
-        elif ptype == P_OBJECT:
-            payload = self._side[h >> _SIDE_CHUNK_BITS][h & (_SIDE_CHUNK - 1)]
-        else:
-            payload = (self._p0f[h], self._p1f[h])
-        return _tuple_new(Event, (self._tau[h], self._seq[h], self._target[h], meta >> 8,
-                                  payload))
+        return self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK]
+
+    def consume(self, h: int) -> Event:
+        """Record ``h``'s event; the record is cleared and freed into this slab."""
+        chunk = self._side[h >> _SIDE_CHUNK_BITS]
+        event = chunk[h & _SIDE_MASK]
+        chunk[h & _SIDE_MASK] = None  # the arena must not keep the payload alive
+        self.free(h)
+        return event
 
     def close(self) -> None:
-        """Release this slab's memoryviews (needed before closing a shared-memory block)."""
-        for name in ("_tau", "_seq", "_target", "_meta", "_p0f", "_p0i", "_p1f", "_next"):
-            getattr(self, name).release()
+        """Release this slab's memoryview (needed before closing a shared-memory block)."""
+        self._next.release()

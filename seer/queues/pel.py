@@ -1,29 +1,33 @@
-"""The Parallel Executive List: the ready entities of a window, claimed in guided chunks;
-and a Vyukov-style bounded MPMC ring for publication that overlaps execution.
+"""The Parallel Executive List: the ready entities of a window, claimed in chunks.
 
-PEL words (region ``pel_ctl``):
+PEL words (region ``pel_ctl``), each an int64 changed only through an accessor while
+threads run:
 
-* ``CURSOR``: index of the next unclaimed item. Written only by ``fetch_add`` (workers
-  claiming) and by ``publish`` (the coordinator, between windows, when no worker runs).
+* ``CURSOR``: index of the next unclaimed item of a plain (un-homed) publication. Written
+  by ``fetch_add`` (claimers) and by ``publish`` (the coordinator, while no claimer runs).
 * ``COUNT``: number of items published; written only by ``publish``.
 * ``segment_word(k)``: the cursor of home segment ``k`` (see below), each on its own
   64-byte line so that two threads claiming from their own segments do not share one.
   Written by ``fetch_add`` (the segment's owner, and thieves) and by ``publish_homed``.
 
-Home segments (``publish_homed``): every item has a home thread; items are grouped by
-home, and thread ``i`` claims from its own segment first, then steals from the others in
-turn, each claim still one ``fetch_add``. An entity whose home is ``e % threads`` therefore
-runs on the same thread window after window (its context, RNG, rows and heap stay in that
-core's cache, and in free-threaded CPython the objects stay with the thread that uses
-them), yet no thread waits at the barrier while another segment still has work.
+``fetch_add`` is ``acq_rel``, but claims need only its *atomicity*: every index in
+``[start, end)`` of a segment is handed to exactly one claimer because the read-modify-write
+of one word is indivisible. What orders the coordinator's plain writes (``items``, the
+cursors, ``seg_start``/``seg_end``) before the claims is the pool's hand-off, not these
+words: the coordinator writes them, then publishes the window through the pool, and a
+worker reads them only after it has seen that publication (see ``docs/design.md``, "The
+pool hand-off"; a worker that is spinning does not take the pool's lock, so the ordering
+rests on the release store / acquire load of the pool's published-task attribute).
 
-``items`` (region ``pel_items``) is written only by ``publish``. Workers learn that a new
-window was published through the pool's condition variable / generation counter, whose
-lock orders ``publish``'s writes before their reads, so claims need only atomicity:
-``fetch_add`` guarantees that every index in ``[0, COUNT)`` is handed to exactly one
-claimer. Chunks shrink as work runs out (guided scheduling: remaining / (2 * threads),
-at least ``min_chunk``), so one atomic is paid per chunk, not per entity, and the tail of
-a window is still shared out finely.
+Home segments (``publish_homed``): every item has a home thread; items are grouped by home,
+and thread ``i`` claims from its own segment first, then steals from the others in turn,
+each claim still one ``fetch_add``. Which home an item gets is the assignment strategy's
+choice (:mod:`seer.sched.assignment`).
+
+Chunk sizes follow guided self-scheduling (C. D. Polychronopoulos and D. J. Kuck, "Guided
+self-scheduling: a practical scheduling scheme for parallel supercomputers", IEEE Trans.
+Computers, 1987): remaining / (2 * threads), at least ``min_chunk``. One atomic is paid per
+chunk, not per entity, and the tail of a window is still shared out finely.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from seer.errors import SeerError
 from seer.queues.atomic import AtomicWords
 from seer.queues.layout import BufferLayout, Region
 
-__all__ = ["CapacityError", "HomeClaimer", "MpmcRing", "ParallelExecutiveList", "PelClaimer",
-           "RingPort", "segment_word"]
+__all__ = ["CapacityError", "HomeClaimer", "OwnSegmentClaimer", "ParallelExecutiveList",
+           "PelClaimer", "segment_word"]
 
 CURSOR, COUNT = 0, 1
 WORDS_PER_LINE = 8  # 64 bytes
@@ -47,8 +52,8 @@ def segment_word(k: int) -> int:
     return WORDS_PER_LINE * (k + 1)
 
 
-class CapacityError(ValueError):
-    """More items than a PEL or ring can hold."""
+class CapacityError(SeerError, ValueError):
+    """More items than a PEL (or an interprocess ring) can hold."""
 
 
 class ParallelExecutiveList:
@@ -64,8 +69,8 @@ class ParallelExecutiveList:
         self.items = np.ndarray((capacity,), np.int64, buffer=buffer,
                                 offset=regions["pel_items"].offset)
         self.count = 0
-        # Home segments of the current window (plain lists: written by the coordinator
-        # before the wake-up that orders them before every claim).
+        # Home segments of the current window: plain lists written by the coordinator
+        # before the pool hand-off that orders them before every claim.
         self.seg_start: list[int] = [0]
         self.seg_end: list[int] = [0]
 
@@ -87,6 +92,7 @@ class ParallelExecutiveList:
         n = len(entities)
         if n > self.capacity:
             raise CapacityError(f"PEL capacity {self.capacity} < {n} ready entities")
+        # Plain stores: no claimer runs now; the pool hand-off publishes them.
         self.items[:n] = entities
         self.count = n
         self.ctl.array[COUNT] = n
@@ -110,7 +116,7 @@ class ParallelExecutiveList:
         ends = np.cumsum(counts)
         starts = (ends - counts).tolist()
         self.seg_start, self.seg_end = starts, ends.tolist()
-        words = self.ctl.array
+        words = self.ctl.array  # plain stores, published by the pool hand-off
         for k in range(segments):
             words[segment_word(k)] = starts[k]
         self.count = n
@@ -125,6 +131,38 @@ class ParallelExecutiveList:
         """The claim handle of the thread whose home segment is ``home``."""
         return HomeClaimer(self, self.ctl.accessor(path), home, max(1, threads),
                            max(1, min_chunk))
+
+
+class OwnSegmentClaimer:
+    """``claim()`` returns ``(start, stop)`` of the next ``chunk`` items of home segment
+    ``home`` only, or None when it is done: static binding, no sharing. Only the segment's
+    owner claims from it, so no atomic is needed; chunks exist so that the thread looks at
+    the abort flag now and then."""
+
+    __slots__ = ("_chunk", "_end", "_home", "_next", "_pel", "claims", "steals")
+
+    def __init__(self, pel: ParallelExecutiveList, home: int, chunk: int = 32) -> None:
+        self._pel = pel
+        self._home = home
+        self._chunk = max(1, chunk)
+        self._next = self._end = 0
+        self.claims = 0
+        self.steals = 0  # never: kept so that every claimer reports the same counters
+
+    def reset(self, segments: int) -> None:
+        """Start a window that has ``segments`` home segments."""
+        pel = self._pel
+        k = self._home % segments
+        self._next, self._end = pel.seg_start[k], pel.seg_end[k]
+
+    def claim(self) -> tuple[int, int] | None:
+        start = self._next
+        if start >= self._end:
+            return None
+        stop = min(start + self._chunk, self._end)
+        self._next = stop
+        self.claims += 1
+        return start, stop
 
 
 class PelClaimer:
@@ -152,6 +190,7 @@ class PelClaimer:
         # The chunk size uses this thread's last view of the cursor: stale views only make
         # a chunk larger than ideal, never overlapping (fetch_add decides the range).
         chunk = max(self._min, (count - self._seen) // self._div)
+        # fetch_add (acq_rel): atomicity alone makes the claimed ranges disjoint.
         start = self._acc.fetch_add(CURSOR, chunk)
         if start >= count:
             self._seen = count
@@ -198,8 +237,12 @@ class HomeClaimer:
             end = pel.seg_end[k]
             word = segment_word(k)
             if k != self._home and self._seen < 0:  # first look at a thief's target
+                # Acquire load, but only an estimate for the chunk size: a stale value
+                # makes the chunk larger than ideal, never overlapping another claim.
                 self._seen = self._acc.load(word)
             chunk = max(self._min, (end - self._seen) // self._div)
+            # fetch_add (acq_rel): its atomicity alone hands [start, start + chunk) to
+            # this thread only; the items were ordered before us by the pool hand-off.
             start = self._acc.fetch_add(word, chunk) if self._seen < end else end
             if start < end:
                 stop = min(start + chunk, end)
@@ -212,106 +255,3 @@ class HomeClaimer:
             self._seg = (k + 1) % segments
             self._seen = -1  # unknown until loaded
         return None
-
-
-class MpmcRing:
-    """Bounded multi-producer multi-consumer FIFO of int64 values (Dmitry Vyukov's design).
-
-    Words: ``ENQ`` and ``DEQ`` (positions, advanced only by CAS) and one sequence word per
-    slot. Slot ``i`` with sequence ``s``: ``s == pos`` means free for the producer at
-    ``pos``; ``s == pos + 1`` means full for the consumer at ``pos``; the consumer frees it
-    for the next lap with ``s = pos + capacity``. The value itself is a plain store made
-    before the release-store of the slot's sequence and read after its acquire-load, so a
-    consumer never sees a half-written slot. FIFO: values leave in the order their producers'
-    CASes on ``ENQ`` succeeded, so each producer's own values stay in order.
-    """
-
-    ENQ, DEQ = 0, 1
-
-    def __init__(self, capacity: int, buffer: Any, regions: dict[str, Region],
-                 *, initialise: bool = True) -> None:
-        if capacity < 2 or capacity & (capacity - 1):
-            raise ValueError(f"ring capacity must be a power of two >= 2, got {capacity}")
-        self.capacity = capacity
-        self.ctl = AtomicWords(2, buffer=buffer, offset=regions["ring_ctl"].offset)
-        self.seqs = AtomicWords(capacity, buffer=buffer, offset=regions["ring_seq"].offset)
-        self.buffer = buffer
-        self.regions = regions
-        if initialise:
-            self.ctl.array[:] = 0
-            self.seqs.array[:] = np.arange(capacity)
-
-    @staticmethod
-    def plan(layout: BufferLayout, capacity: int) -> dict[str, Region]:
-        return {"ring_ctl": layout.add("ring_ctl", 2),
-                "ring_seq": layout.add("ring_seq", capacity),
-                "ring_data": layout.add("ring_data", capacity)}
-
-    @classmethod
-    def create(cls, capacity: int) -> MpmcRing:
-        layout = BufferLayout()
-        regions = cls.plan(layout, capacity)
-        return cls(capacity, layout.allocate(), regions)
-
-    def port(self, path: str | None = None) -> RingPort:
-        """The calling thread's handle."""
-        return RingPort(self, path)
-
-
-class RingPort:
-    """``try_push(v) -> bool`` (False when full), ``try_pop() -> int | None`` (None when
-    empty), ``push(v)`` raising :class:`CapacityError` when full."""
-
-    __slots__ = ("_ctl", "_data", "_mask", "_seq", "capacity", "cas_retries")
-
-    def __init__(self, ring: MpmcRing, path: str | None) -> None:
-        self._ctl = ring.ctl.accessor(path)
-        self._seq = ring.seqs.accessor(path)
-        r = ring.regions["ring_data"]
-        self._data = memoryview(ring.buffer).cast("B")[r.offset: r.offset + 8 * ring.capacity] \
-            .cast("q")
-        self._mask = ring.capacity - 1
-        self.capacity = ring.capacity
-        self.cas_retries = 0
-
-    def try_push(self, value: int) -> bool:
-        ctl, seqs, mask = self._ctl, self._seq, self._mask
-        pos = ctl.load(MpmcRing.ENQ)
-        while True:
-            dif = seqs.load(pos & mask) - pos
-            if dif == 0:
-                observed = ctl.compare_exchange(MpmcRing.ENQ, pos, pos + 1)
-                if observed == pos:
-                    break
-                pos = observed
-                self.cas_retries += 1
-            elif dif < 0:
-                return False
-            else:
-                pos = ctl.load(MpmcRing.ENQ)
-        self._data[pos & mask] = value
-        seqs.store(pos & mask, pos + 1)
-        return True
-
-    def push(self, value: int) -> None:
-        if not self.try_push(value):
-            raise CapacityError(f"ring full ({self.capacity} values)")
-
-    def try_pop(self) -> int | None:
-        ctl, seqs, mask = self._ctl, self._seq, self._mask
-        pos = ctl.load(MpmcRing.DEQ)
-        while True:
-            dif = seqs.load(pos & mask) - (pos + 1)
-            if dif == 0:
-                observed = ctl.compare_exchange(MpmcRing.DEQ, pos, pos + 1)
-                if observed == pos:
-                    break
-                pos = observed
-                self.cas_retries += 1
-            elif dif < 0:
-                return None
-            else:
-                pos = ctl.load(MpmcRing.DEQ)
-        value = self._data[pos & mask]
-        seqs.store(pos & mask, pos + mask + 1)
-        return value

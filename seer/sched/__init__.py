@@ -1,16 +1,31 @@
 """Parallel runtimes: SEER (dynamic sharing) and the peers it is measured against.
 
-``make_runtime(model, kind, threads=...)`` builds one by name:
+``make_runtime(model, runtime, threads=...)`` builds one by name (``docs/design.md``,
+"The runtime hierarchy"):
 
-================  ==========================================================
+================  ==========================================================================
 ``serial``        one thread, global heap: the oracle (:class:`~seer.SerialRuntime`)
-``seer``          work-sharing windows over LEQs + PEL (:class:`SeerRuntime`)
-``static``        entity ``e`` on thread ``e % threads`` (:class:`StaticRuntime`)
-``static-block``  contiguous id blocks per thread, ROSS's linear mapping
-                  (:class:`StaticBlockRuntime`)
+``seer``          windows over LEQs + PEL, assignment ``steal`` (:class:`SeerRuntime`)
+``static``        the same machinery, assignment ``round-robin``: entity ``e`` on thread
+                  ``e % threads`` (:class:`StaticRuntime`)
+``static-block``  the same machinery, assignment ``block``: contiguous id blocks per thread,
+                  ROSS's linear mapping (:class:`StaticBlockRuntime`)
 ``global``        one locked global event heap (:class:`GlobalQueueRuntime`)
 ``executor``      ThreadPoolExecutor.map per window (:class:`ExecutorRuntime`)
-================  ==========================================================
+================  ==========================================================================
+
+The hierarchy::
+
+    Runtime                         seer/runtime.py      results: state, seeding, outputs
+    ├── SerialRuntime               seer/serial.py       the oracle
+    └── ThreadedRuntime             sched/threaded.py    threads, abort, Ctrl-C, close
+        ├── GlobalQueueRuntime      sched/global_queue.py
+        └── WindowedRuntime         sched/windows.py     per-entity heaps, calendar, windows
+            ├── DualQueueRuntime    sched/dual_queue.py  LEQs + PEL + pool; an Assignment
+            │   ├── SeerRuntime         assignment "steal"
+            │   ├── StaticRuntime       assignment "round-robin"
+            │   └── StaticBlockRuntime  assignment "block"
+            └── ExecutorRuntime     sched/executor.py
 """
 
 from __future__ import annotations
@@ -20,43 +35,55 @@ from typing import Any
 from seer.errors import ModelError
 from seer.model import Model
 from seer.runtime import Runtime
+from seer.sched.assignment import ASSIGNMENTS, Assignment
+from seer.sched.dual_queue import (
+    DualQueueRuntime,
+    SeerRuntime,
+    StaticBlockRuntime,
+    StaticRuntime,
+)
 from seer.sched.executor import ExecutorRuntime
 from seer.sched.global_queue import GlobalQueueRuntime
 from seer.sched.pool import WorkerPool, WorkerStats
-from seer.sched.seer import SeerRuntime
-from seer.sched.static import StaticBlockRuntime, StaticRuntime
+from seer.sched.threaded import MAX_THREADS, ThreadedRuntime, validate_threads
+from seer.sched.windows import WindowedRuntime
 from seer.serial import SerialRuntime
 
 __all__ = [
+    "ASSIGNMENTS",
+    "MAX_THREADS",
     "RUNTIMES",
+    "Assignment",
+    "DualQueueRuntime",
     "ExecutorRuntime",
     "GlobalQueueRuntime",
     "SeerRuntime",
     "StaticBlockRuntime",
     "StaticRuntime",
+    "ThreadedRuntime",
+    "WindowedRuntime",
     "WorkerPool",
     "WorkerStats",
     "make_runtime",
+    "validate_threads",
 ]
 
+#: Runtime name -> class, for :func:`make_runtime`.
 RUNTIMES: dict[str, type[Runtime]] = {
-    "serial": SerialRuntime,
-    "seer": SeerRuntime,
-    "static": StaticRuntime,
-    "static-block": StaticBlockRuntime,
-    "global": GlobalQueueRuntime,
-    "executor": ExecutorRuntime,
+    cls.name: cls
+    for cls in (SerialRuntime, SeerRuntime, StaticRuntime, StaticBlockRuntime,
+                GlobalQueueRuntime, ExecutorRuntime)
 }
 
 
-def make_runtime(model: Model, kind: str = "seer", *, threads: int = 2,
+def make_runtime(model: Model, runtime: str = "seer", *, threads: int = 2,
                  **options: Any) -> Runtime:
-    """Build the runtime ``kind`` for ``model``. ``threads`` is ignored by ``serial``;
-    other keyword options go to the runtime's constructor."""
+    """Build the runtime named ``runtime`` for ``model``. ``threads`` is ignored by
+    ``serial``; other keyword options go to the runtime's constructor."""
     try:
-        cls = RUNTIMES[kind]
+        cls = RUNTIMES[runtime]
     except (KeyError, TypeError):
-        raise ModelError(f"unknown runtime kind {kind!r}; choose one of "
+        raise ModelError(f"unknown runtime {runtime!r}; choose one of "
                          f"{sorted(RUNTIMES)}") from None
     if cls is SerialRuntime:
         return SerialRuntime(model, **options)

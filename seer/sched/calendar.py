@@ -43,46 +43,46 @@ class CalendarBatch:
     """Entries made by one thread during a window, as three parallel lists (appending to
     lists of plain floats and ints allocates no tuple per entry)."""
 
-    __slots__ = ("e", "s", "t")
+    __slots__ = ("entity", "seq", "tau")
 
     def __init__(self) -> None:
-        self.t: list[float] = []
-        self.s: list[int] = []
-        self.e: list[int] = []
+        self.tau: list[float] = []
+        self.seq: list[int] = []
+        self.entity: list[int] = []
 
-    def add(self, t: float, s: int, e: int) -> None:
-        self.t.append(t)
-        self.s.append(s)
-        self.e.append(e)
+    def add(self, tau: float, seq: int, entity: int) -> None:
+        self.tau.append(tau)
+        self.seq.append(seq)
+        self.entity.append(entity)
 
     def clear(self) -> None:
-        self.t.clear()
-        self.s.clear()
-        self.e.clear()
+        self.tau.clear()
+        self.seq.clear()
+        self.entity.clear()
 
     def __len__(self) -> int:
-        return len(self.e)
+        return len(self.entity)
 
 
 class _Run:
-    """Live entries ``[lo:]`` of arrays sorted by ``(t, s)``."""
+    """Live entries ``[lo:]`` of arrays sorted by ``(tau, seq)``."""
 
-    __slots__ = ("e", "lo", "s", "t")
+    __slots__ = ("entity", "lo", "seq", "tau")
 
-    def __init__(self, t: np.ndarray, s: np.ndarray, e: np.ndarray) -> None:
-        self.t, self.s, self.e, self.lo = t, s, e, 0
+    def __init__(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
+        self.tau, self.seq, self.entity, self.lo = tau, seq, entity, 0
 
     def __len__(self) -> int:
-        return len(self.t) - self.lo
+        return len(self.tau) - self.lo
 
     def live(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         lo = self.lo
-        return self.t[lo:], self.s[lo:], self.e[lo:]
+        return self.tau[lo:], self.seq[lo:], self.entity[lo:]
 
 
-def _sorted_run(t: np.ndarray, s: np.ndarray, e: np.ndarray) -> _Run:
-    order = np.lexsort((s, t))  # by t, then s
-    return _Run(t[order], s[order], e[order])
+def _sorted_run(tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> _Run:
+    order = np.lexsort((seq, tau))  # by tau, then seq
+    return _Run(tau[order], seq[order], entity[order])
 
 
 class Calendar:
@@ -96,29 +96,29 @@ class Calendar:
         self._first_seen = np.zeros(max(1, n_entities), np.int64)
 
     # -- adding ---------------------------------------------------------------------------
-    def add(self, t: float, s: int, e: int) -> None:
+    def add(self, tau: float, seq: int, entity: int) -> None:
         """One entry (kept pending until the next :meth:`head` / :meth:`pop_ready`)."""
-        self._pending.add(t, s, e)
+        self._pending.add(tau, seq, entity)
 
     def extend(self, batch: CalendarBatch) -> None:
         """All of ``batch``'s entries (the batch is left as it is)."""
         p = self._pending
-        p.t += batch.t
-        p.s += batch.s
-        p.e += batch.e
+        p.tau += batch.tau
+        p.seq += batch.seq
+        p.entity += batch.entity
 
     def _flush(self) -> None:
         p = self._pending
-        n = len(p.e)
+        n = len(p.entity)
         if n == 0:
             return
         if n < SMALL:
             push, heap = heapq.heappush, self._heap
-            for entry in zip(p.t, p.s, p.e, strict=True):
+            for entry in zip(p.tau, p.seq, p.entity, strict=True):
                 push(heap, entry)
         else:
-            run = _sorted_run(np.array(p.t, np.float64), np.array(p.s, np.int64),
-                              np.array(p.e, np.int64))
+            run = _sorted_run(np.array(p.tau, np.float64), np.array(p.seq, np.int64),
+                              np.array(p.entity, np.int64))
             runs = self._runs
             while runs and 2 * len(run) >= len(runs[-1]):
                 below = runs.pop()
@@ -136,7 +136,7 @@ class Calendar:
         best = self._heap[0][:2] if self._heap else None
         for run in self._runs:
             lo = run.lo
-            key = (float(run.t[lo]), int(run.s[lo]))
+            key = (float(run.tau[lo]), int(run.seq[lo]))
             if best is None or key < best:
                 best = key
         return best
@@ -158,18 +158,18 @@ class Calendar:
         taken = False
         for run in runs:
             lo = run.lo
-            if run.t[lo] > bt:
+            if run.tau[lo] > bt:
                 continue
-            t = run.t
-            end = int(np.searchsorted(t, bt, "left"))
+            tau = run.tau
+            end = int(np.searchsorted(tau, bt, "left"))
             if bs >= 0:  # a lookahead-0 round: some entries at τ == bt may be ready too
-                last = int(np.searchsorted(t, bt, "right"))
+                last = int(np.searchsorted(tau, bt, "right"))
                 if bs > _INT64_MAX:  # depth-63 round: every int64 seq is below the bound
                     end = last
                 else:
-                    end += int(np.searchsorted(run.s[end:last], bs, "left"))
+                    end += int(np.searchsorted(run.seq[end:last], bs, "left"))
             if end > lo:
-                parts.append(run.e[lo:end])
+                parts.append(run.entity[lo:end])
                 run.lo = end
                 taken = True
         if taken:
@@ -202,6 +202,6 @@ class Calendar:
         self._flush()
         out = list(self._heap)
         for run in self._runs:
-            t, s, e = run.live()
-            out.extend(zip(t.tolist(), s.tolist(), e.tolist(), strict=True))
+            tau, seq, entity = run.live()
+            out.extend(zip(tau.tolist(), seq.tolist(), entity.tolist(), strict=True))
         return sorted(out)

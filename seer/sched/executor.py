@@ -1,15 +1,14 @@
 """The ``executor`` peer: what a user would write first.
 
-Same windows and calendar; each window maps a function over chunks of the ready entities
-with a ``concurrent.futures.ThreadPoolExecutor``. Cross-entity events go into a per-entity
-``collections.deque`` (appends are thread-safe), which the entity's runner drains into the
-entity's heap when it next runs.
+Same windows and calendar as the other windowed runtimes; each window maps a function over
+chunks of the ready entities with a ``concurrent.futures.ThreadPoolExecutor``.
+Cross-entity events go into a per-entity ``collections.deque`` (appends are thread-safe),
+which the entity's runner drains into the entity's heap when it next runs.
 """
 
 from __future__ import annotations
 
 import heapq
-import weakref
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -25,7 +24,7 @@ __all__ = ["ExecutorRuntime"]
 _heappush = heapq.heappush
 
 
-class _Runner:
+class ExecutorWorker:
     """Runs one chunk of entities on whichever executor thread picked it up."""
 
     __slots__ = ("cal", "cur", "heap", "inboxes", "push")
@@ -48,19 +47,24 @@ class _Runner:
 class ExecutorRuntime(WindowedRuntime):
     """ThreadPoolExecutor.map over ready entities, per window."""
 
-    kind = "executor"
+    name = "executor"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False) -> None:
         super().__init__(model, threads=threads, debug=debug)
         self._inboxes: list[deque] = [deque() for _ in range(self.spec.n_entities)]
-        self._executor = ThreadPoolExecutor(max_workers=threads,
-                                            thread_name_prefix=f"seer-executor-{model.name}")
         self._bound: tuple[float, int] = (0.0, -1)
-        self._abort = False
-        self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False)
+        self._executor = self._start_executor(self._threads)
 
-    def _abort_window(self) -> None:
-        self._abort = True
+    def _start_executor(self, threads: int) -> ThreadPoolExecutor:
+        executor = ThreadPoolExecutor(max_workers=threads,
+                                      thread_name_prefix=self._thread_name())
+        self._own_threads(lambda: executor.shutdown(wait=True, cancel_futures=True))
+        return executor
+
+    def _resize_threads(self, threads: int) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # shuts the old executor down (no task runs between steps)
+        self._executor = self._start_executor(threads)
 
     def _clear_events(self) -> None:
         super()._clear_events()
@@ -72,7 +76,7 @@ class ExecutorRuntime(WindowedRuntime):
         return super().pending + sum(len(q) for q in self._inboxes)
 
     def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch]:
-        runner = _Runner(self._inboxes)
+        worker = ExecutorWorker(self._inboxes)
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
         n = 0
         try:
@@ -83,12 +87,12 @@ class ExecutorRuntime(WindowedRuntime):
                 inbox = inboxes[e]
                 while inbox:
                     _heappush(heap, inbox.popleft())
-                runner.cur, runner.heap = e, heap
-                n += self._run_entity(e, bound, runner.push, runner.cal)
+                worker.cur, worker.heap = e, heap
+                n += self._run_entity(e, bound, worker.push, worker.cal)
         except BaseException:
             self._abort = True  # stop the other chunks of this window early
             raise
-        return n, runner.cal
+        return n, worker.cal
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
@@ -100,6 +104,7 @@ class ExecutorRuntime(WindowedRuntime):
         try:
             wait(futures)
         except BaseException:  # e.g. KeyboardInterrupt: leave no chunk running
+            self._abort = True
             for f in futures:
                 f.cancel()
             wait(futures)
@@ -112,8 +117,3 @@ class ExecutorRuntime(WindowedRuntime):
         for n, cal in (f.result() for f in futures):
             self.events_run += n
             calendar.extend(cal)
-
-    def close(self) -> None:
-        self._finalizer.detach()
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        super().close()

@@ -1,111 +1,124 @@
 """The ``global`` peer (NBSE-like): one shared ready queue for all events.
 
 All pending events of the episode sit in one global heap guarded by one lock; there are no
-per-entity queues. In a window, every thread repeatedly pops the globally smallest event
-``< B``. Because two events of one entity must not run at once, an entity being run is
-*owned* by one thread; events of an owned entity that another thread pops are parked in the
-entity's ``deferred`` heap, and the owner's own self-events inside the window go there too.
-After each event the owner continues with its smallest deferred event only if it is
-smaller than the global head (so no event of the entity still in the global heap can be
-smaller); otherwise it returns its deferred events to the global heap and releases the
-entity. Each entity therefore runs its events in κ order, as in the serial runtime.
-Every event costs two or three acquisitions of the one lock: that contention is what this
-peer is measured for.
+per-entity queues and no calendar. Windows are the same conservative windows as in the
+other runtimes (:func:`seer.sched.windows.window_bound` on the global head). In a window,
+every thread repeatedly pops the globally smallest event ``< B``. Because two events of one
+entity must not run at once, an entity being run is *owned* by one thread; events of an
+owned entity that another thread pops are parked in the entity's ``deferred`` heap, and the
+owner's own self-events inside the window go there too. After each event the owner
+continues with its smallest deferred event only if it is smaller than the global head (so
+no event of the entity still in the global heap can be smaller); otherwise it returns its
+deferred events to the global heap and releases the entity. Each entity therefore runs its
+events in κ order, as in the serial runtime. Every event costs two or three acquisitions
+of the one lock: that contention is what this peer is measured for.
 """
 
 from __future__ import annotations
 
 import heapq
 import threading
-import weakref
+from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from seer.events import Event
 from seer.model import Model
-from seer.sched.pool import WorkerPool
-from seer.sched.windows import WindowedRuntime, window_bound
+from seer.runtime import run_event
+from seer.sched.threaded import ThreadedRuntime
+from seer.sched.windows import window_bound
 
 __all__ = ["GlobalQueueRuntime"]
 
 
-class _GlobalWorker:
-    __slots__ = ("cur", "events", "push", "rt")
+class GlobalWorker:
+    """One thread's state: the entity it owns now, and its event count."""
 
-    def __init__(self, rt: GlobalQueueRuntime) -> None:
-        self.rt = rt
+    __slots__ = ("cur", "deferred", "events", "global_heap", "lock", "push", "runtime_bound")
+
+    def __init__(self, global_heap: list[Event], deferred: list[list[Event]],
+                 lock: threading.Lock, runtime_bound: list[tuple[float, int]]) -> None:
+        self.global_heap = global_heap
+        self.deferred = deferred
+        self.lock = lock
+        self.runtime_bound = runtime_bound
         self.cur = -1
         self.events = 0
         self.push = self._push
 
     def _push(self, ev: Event) -> None:
-        rt = self.rt
-        with rt._lock:
-            if ev[2] == self.cur and ev < rt._bound:
-                heapq.heappush(rt._deferred[self.cur], ev)
+        with self.lock:
+            if ev[2] == self.cur and ev < self.runtime_bound[0]:
+                heapq.heappush(self.deferred[self.cur], ev)
             else:
-                heapq.heappush(rt._global, ev)
+                heapq.heappush(self.global_heap, ev)
 
 
-class GlobalQueueRuntime(WindowedRuntime):
+class GlobalQueueRuntime(ThreadedRuntime):
     """One locked global event heap shared by ``threads`` threads."""
 
-    kind = "global"
+    name = "global"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
                  spin_us: float = 50.0) -> None:
-        super().__init__(model, threads=threads, debug=debug)
-        n = self.spec.n_entities
         self._global: list[Event] = []
         self._lock = threading.Lock()
+        super().__init__(model, threads=threads, debug=debug)
+        n = self.spec.n_entities
         self._owner = [False] * n
         self._deferred: list[list[Event]] = [[] for _ in range(n)]
-        self._bound: tuple[float, int] = (0.0, -1)
-        self._abort = False
-        self._pool = WorkerPool(threads, name=f"seer-global-{model.name}", spin_us=spin_us)
-        self._workers = [_GlobalWorker(self) for _ in range(threads)]
-        self._finalizer = weakref.finalize(self, self._pool.close)
+        self._bound: list[tuple[float, int]] = [(0.0, -1)]  # one cell, shared with workers
+        self._start_pool(spin_us)
+        self._workers: list[GlobalWorker] = []
+        self._make_workers()
 
-    # The global heap replaces per-entity heaps and the calendar.
+    def _make_workers(self) -> None:
+        self._workers = [GlobalWorker(self._global, self._deferred, self._lock, self._bound)
+                         for _ in range(self._threads)]
+
+    def _resize_threads(self, threads: int) -> None:
+        self._pool.resize(threads)
+        self._threads = threads
+        self._make_workers()
+
+    # -- event placement -------------------------------------------------------------------
+    def _make_push(self, entity: int) -> Callable[[Event], Any]:
+        return self._coordinator_push
+
     def _coordinator_push(self, ev: Event) -> None:
         heapq.heappush(self._global, ev)
 
+    def _push_external(self, event: Event) -> None:
+        heapq.heappush(self._global, event)
+
     def _clear_events(self) -> None:
-        super()._clear_events()
-        if hasattr(self, "_global"):
-            self._global.clear()
-            for d in self._deferred:
-                d.clear()
-            self._owner = [False] * self.spec.n_entities
+        self._global.clear()
+        for d in self._deferred:
+            d.clear()
+        self._owner[:] = [False] * self.spec.n_entities
+        for ctx in self._contexts:
+            ctx._push = self._coordinator_push
 
     @property
     def pending(self) -> int:
         return len(self._global)
 
-    @property
-    def pool(self) -> WorkerPool:
-        return self._pool
-
-    def close(self) -> None:
-        self._finalizer()
-        super().close()
-
+    # -- windows ---------------------------------------------------------------------------
     def _run(self, t_end: float) -> None:
         g = self._global
         lookahead = self.spec.lookahead
+        pool = self._pool
         while g and g[0][0] < t_end:
-            self._bound = window_bound(g[0][0], g[0][1], t_end, lookahead)
+            self._bound[0] = window_bound(g[0][0], g[0][1], t_end, lookahead)
             self._abort = False
             try:
-                if self._threads == 1:
+                if pool.threads == 1:
                     self._window_task(0)
                 else:
-                    self._pool.run(self._window_task, self._abort_window)
+                    pool.run(self._window_task, self._abort_window)
             except BaseException as exc:
                 self._raise_failure(exc)
             finally:
-                for w, stats in zip(self._workers, self._pool.stats, strict=False):
+                for w, stats in zip(self._workers, pool.stats, strict=False):
                     self.events_run += w.events
                     stats.events += w.events
                     w.events = 0
@@ -113,13 +126,10 @@ class GlobalQueueRuntime(WindowedRuntime):
             if self._interrupted:
                 raise KeyboardInterrupt
 
-    def _abort_window(self) -> None:
-        self._abort = True
-
     def _window_task(self, index: int) -> None:
         w = self._workers[index]
         g, lock, owner, deferred = self._global, self._lock, self._owner, self._deferred
-        bound = self._bound
+        bound = self._bound[0]
         contexts, handlers = self._contexts, self._handlers
         pop, push = heapq.heappop, heapq.heappush
         try:
@@ -138,13 +148,7 @@ class GlobalQueueRuntime(WindowedRuntime):
                 w.cur = e
                 mine = deferred[e]
                 while True:
-                    ctx.now = ev[0]
-                    ctx._seq = ev[1]
-                    try:
-                        handlers[ev[3]](ctx, ev)
-                    except BaseException as exc:
-                        exc.__seer_event__ = ev  # type: ignore[attr-defined]
-                        raise
+                    run_event(handlers, ctx, ev)
                     w.events += 1
                     with lock:
                         if mine and (not g or mine[0] < g[0]):
@@ -158,9 +162,3 @@ class GlobalQueueRuntime(WindowedRuntime):
         except BaseException:
             self._abort = True
             raise
-
-    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
-        raise AssertionError("GlobalQueueRuntime does not use per-entity windows")
-
-    def worker_stats(self) -> list[dict[str, Any]]:
-        return [s.as_dict() for s in self._pool.stats]

@@ -32,6 +32,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
+from seer.errors import event_of
 from seer.platform import cpu_count
 
 __all__ = ["WorkerPool", "WorkerStats"]
@@ -39,7 +40,7 @@ __all__ = ["WorkerPool", "WorkerStats"]
 
 @dataclass(slots=True)
 class WorkerStats:
-    """Per-thread counters since the last :meth:`WorkerPool.reset_stats` (read by STPA).
+    """Per-thread counters since the last :meth:`WorkerPool.reset_stats`.
 
     ``events``, ``entities``, ``cas_retries`` and ``steals`` (chunks of ready entities
     taken from another thread's home segment) are filled in by the runtime;
@@ -64,10 +65,10 @@ _live_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 
 def _error_order(item: tuple[int, BaseException]) -> tuple:
     """Which of several errors ``run`` re-raises: one tagged by a runtime with the event
-    it happened in (``__seer_event__``) and the smallest κ first, so that the error
-    reported does not depend on timing; then the lowest thread index."""
+    it happened in (:func:`seer.errors.tag_event`) and the smallest κ first, so that the
+    error reported does not depend on timing; then the lowest thread index."""
     index, exc = item
-    event = getattr(exc, "__seer_event__", None)
+    event = event_of(exc)
     if event is None:
         return (1, 0.0, 0, index)
     return (0, event[0], event[1], index)
@@ -113,7 +114,7 @@ class WorkerPool:
 
     def resize(self, threads: int) -> None:
         """Change the number of threads (only between tasks). A runtime's pool is resized
-        through the runtime (``SeerRuntime.resize``), which also re-plans its workers."""
+        through the runtime (``ThreadedRuntime.resize``), which also re-plans its workers."""
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be an int >= 1, got {threads!r}")
         if self._closed:

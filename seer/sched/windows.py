@@ -1,4 +1,10 @@
-"""Conservative windows (DESIGN.md section 4): what every parallel runtime here shares.
+"""Conservative bounded windows: what the per-entity parallel runtimes share.
+
+The scheme is a YAWNS-style conservative window (D. M. Nicol, "The cost of conservative
+synchronization in parallel discrete event simulations", JACM 1993): every thread may run
+any event below a bound ``B`` that no event still to be created can undercut, then all
+threads meet at a barrier and the next bound is computed. See ``docs/design.md``, "The
+window scheme", for why it is serial-equivalent.
 
 Pending events live in per-entity heaps (subclasses decide how cross-entity events reach
 them). A *calendar* of ``(τ, seq, entity)`` entries (:mod:`seer.sched.calendar`) knows when
@@ -34,9 +40,9 @@ import numpy as np
 
 from seer.events import DEPTH_SHIFT, Event
 from seer.model import Model
-from seer.runtime import Runtime
+from seer.runtime import run_event
 from seer.sched.calendar import Calendar, CalendarBatch
-from seer.sched.interrupts import deferred_interrupt
+from seer.sched.threaded import ThreadedRuntime
 
 __all__ = ["WindowedRuntime", "window_bound"]
 
@@ -53,34 +59,15 @@ def window_bound(t_min: float, s_min: int, t_end: float,
     return (t_min, ((s_min >> DEPTH_SHIFT) + 1) << DEPTH_SHIFT)
 
 
-class WindowedRuntime(Runtime):
-    """Base of the runtimes that execute conservative windows; see the module docstring.
+class WindowedRuntime(ThreadedRuntime):
+    """Base of the runtimes that keep per-entity heaps and run conservative windows of
+    ready entities; see the module docstring. Subclasses implement :meth:`_run_window`."""
 
-    Subclasses implement :meth:`_run_window` (run every ready entity's events ``< bound``)
-    and may override :meth:`_after_window` to collect calendar entries and errors.
-    """
-
-    def __init__(self, model: Model, *, threads: int = 1, debug: bool = False) -> None:
-        from seer.errors import ModelError
-        from seer.platform import warn_if_gil_enabled
-
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ModelError(f"threads must be an int >= 1, got {threads!r}")
-        if debug:
-            raise ModelError(f"debug mode (isolation checks) is only available in "
-                             f"SerialRuntime; {type(self).__name__} would race on them")
-        self._threads = threads
+    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False) -> None:
         n = model.n_entities if isinstance(model, Model) else 0
         self._heaps: list[list[Event]] = [[] for _ in range(n)]
         self._calendar = Calendar(n)
-        self._interrupted = False
-        self.windows_run = 0
-        super().__init__(model, debug=False)
-        warn_if_gil_enabled(threads)
-
-    @property
-    def threads(self) -> int:
-        return self._threads
+        super().__init__(model, threads=threads, debug=debug)
 
     # -- coordinator-side event placement (between windows, single-threaded) ----------------
     def _make_push(self, entity: int) -> Callable[[Event], Any]:
@@ -99,7 +86,6 @@ class WindowedRuntime(Runtime):
         self._calendar.clear()
         for ctx in self._contexts:
             ctx._push = self._coordinator_push
-        self.windows_run = 0
 
     @property
     def pending(self) -> int:
@@ -107,35 +93,6 @@ class WindowedRuntime(Runtime):
         return sum(len(h) for h in self._heaps)
 
     # -- the window loop ------------------------------------------------------------------------
-    def step(self, actions: Any = None) -> Any:
-        """As :meth:`Runtime.step`; Ctrl-C stops the workers and then raises
-        KeyboardInterrupt (see :mod:`seer.sched.interrupts`)."""
-        self._interrupted = False
-        try:
-            with deferred_interrupt(self._on_interrupt):
-                return super().step(actions)
-        except KeyboardInterrupt:
-            self._status = "failed"  # even if the step had finished: reset before going on
-            raise
-
-    def reset(self, seed: Any = None) -> Any:
-        """As :meth:`Runtime.reset`, with Ctrl-C deferred like in :meth:`step`."""
-        self._interrupted = False
-        try:
-            with deferred_interrupt(self._on_interrupt):
-                return super().reset(seed)
-        except KeyboardInterrupt:
-            self._status = "failed"
-            raise
-
-    def _on_interrupt(self) -> None:
-        self._interrupted = True
-        self._abort_window()
-
-    def _abort_window(self) -> None:
-        """Ask the threads running the current window to stop soon: after their current
-        chunk of entities (SEER) or their current few entities (static)."""
-
     def _run(self, t_end: float) -> None:
         calendar = self._calendar
         lookahead = self.spec.lookahead
@@ -147,16 +104,15 @@ class WindowedRuntime(Runtime):
                 raise KeyboardInterrupt
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
-        """Run every entity in ``ready`` (distinct ids) on its events ``< bound``."""
+        """Run every entity in ``ready`` (distinct ids) on its events ``< bound``, and
+        give the calendar each entity's next head and every cross-entity event's entry."""
         raise NotImplementedError
 
-    # -- running one entity (the executor peer; SEER's worker loop inlines the same steps) ----
     def _run_entity(self, e: int, bound: tuple[float, int], push: Callable[[Event], Any],
                     calendar_out: CalendarBatch) -> int:
         """Run entity ``e``'s events ``< bound`` from its heap in κ order, with emits going
         to ``push``; add the entity's next head to ``calendar_out``. Returns the number
-        of events run. An exception leaves with the event attached as ``__seer_event__``
-        (see :meth:`_raise_failure`)."""
+        of events run. (SEER's worker loop inlines the same steps.)"""
         heap = self._heaps[e]
         ctx = self._contexts[e]
         ctx._push = push
@@ -164,30 +120,9 @@ class WindowedRuntime(Runtime):
         pop = heapq.heappop
         n = 0
         while heap and heap[0] < bound:
-            ev = pop(heap)
-            ctx.now = ev[0]
-            ctx._seq = ev[1]
-            try:
-                handlers[ev[3]](ctx, ev)
-            except BaseException as exc:
-                exc.__seer_event__ = ev  # type: ignore[attr-defined]
-                raise
+            run_event(handlers, ctx, pop(heap))
             n += 1
         if heap:
             head = heap[0]
-            calendar_out.t.append(head[0])
-            calendar_out.s.append(head[1])
-            calendar_out.e.append(e)
+            calendar_out.add(head[0], head[1], e)
         return n
-
-    def _raise_failure(self, exc: BaseException) -> None:
-        """Turn an exception from a window into the runtime's error and raise it."""
-        ev = getattr(exc, "__seer_event__", None)
-        if ev is None:
-            if isinstance(exc, Exception):
-                self._status = "failed"
-            raise exc
-        err = self._handler_failed(exc, ev[2], self._kind_name(ev[3]), ev)
-        if err is exc:
-            raise exc
-        raise err from exc

@@ -16,13 +16,6 @@ def test_records_round_trip(payload):
     assert type(ev.tau) is float and type(ev.seq) is int
 
 
-def test_numeric_records_use_both_slots():
-    slab = EventArena.create(4).slab(0)
-    h = slab.alloc()
-    slab.write_numeric(h, 1.0, 2, 3, 5, 0.5, -7.25)
-    assert slab.read(h) == Event(1.0, 2, 3, 5, (0.5, -7.25))
-
-
 def test_capacity_exhaustion_is_an_error_and_frees_recover():
     arena = EventArena.create(6, n_slabs=2, batch=2)
     a, b = arena.slab(0), arena.slab(1)

@@ -38,7 +38,7 @@ def test_windows_match_a_sorted_list(seed: int) -> None:
         size = rng.choice([0, 1, 3, SMALL - 1, SMALL, 3 * SMALL, 700])
         batch = _random_batch(rng, n, t_low, size, same_time=lookahead == 0.0)
         calendar.extend(batch)
-        reference += zip(batch.t, batch.s, batch.e, strict=True)
+        reference += zip(batch.tau, batch.seq, batch.entity, strict=True)
         reference.sort()
         assert len(calendar) == len(reference)
         head = calendar.head()

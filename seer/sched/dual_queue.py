@@ -1,58 +1,61 @@
-"""The SEER runtime: dynamic parallel scheduling over the dual-layer queue.
+"""The windowed runtime over the dual-layer queue, with pluggable work assignment.
 
-Per window (see :mod:`seer.sched.windows`): the coordinator (the caller's thread) publishes
-the ready entities to the PEL, grouped by home thread (``e % threads``), and wakes the
-pool; every thread — the caller included — claims guided chunks of ready entities with one
-``fetch_add`` each, from its own home segment first and then from the others (so entities
-stay on one thread while the load is even, and move when it is not); for each claimed entity
-it merges the entity's LEQ intake into the entity's private heap and runs its events
-``< B`` in κ order. Self-events go straight into the private heap (no atomics); events for
-other entities are written into an arena record from the worker's slab and pushed to the
+Per window (see :mod:`seer.sched.windows`): the coordinator (the caller's thread) has the
+assignment strategy (:mod:`seer.sched.assignment`) publish the ready entities to the PEL,
+one home segment per thread, and wakes the pool; every thread — the caller included —
+claims ranges of ready entities through its strategy's claimer; for each claimed entity it
+merges the entity's LEQ intake into the entity's private heap and runs its events ``< B``
+in κ order. Self-events go straight into the private heap (no atomics); events for other
+entities are written into an arena record from the worker's slab and pushed to the
 target's intake with one CAS. After the barrier, the coordinator adds the workers'
 calendar entries and computes the next window.
 
-A window with a single ready entity runs inline on the caller (no wake-up to pay for).
+The runtimes are this one class with three strategies: ``seer`` (:class:`SeerRuntime`,
+home segments + guided steals), ``static`` (:class:`StaticRuntime`, round-robin binding)
+and ``static-block`` (:class:`StaticBlockRuntime`, block binding). They share every line
+but the strategy, so a change to the machinery changes all three alike.
+
+A window with a single ready entity, or a runtime with one thread, runs inline on the
+caller (no wake-up to pay for).
 """
 
 from __future__ import annotations
 
 import heapq
-import weakref
 from types import MethodType
-from typing import Any
+from typing import ClassVar
 
 import numpy as np
 
-from seer.errors import ModelError
+from seer.errors import tag_event
 from seer.events import Event
 from seer.model import Model, StateArrays
 from seer.queues import (
+    NIL,
     ArenaFullError,
     BufferLayout,
     EventArena,
     LeqWorker,
     LocalEventQueues,
     ParallelExecutiveList,
+    PelClaimer,
 )
-from seer.queues.arena import NIL
-from seer.queues.pel import HomeClaimer, PelClaimer
 from seer.runtime import StepResult
+from seer.sched.assignment import Assignment, Claimer, get_assignment
 from seer.sched.calendar import CalendarBatch
-from seer.sched.pool import WorkerPool, WorkerStats
+from seer.sched.pool import WorkerStats
+from seer.sched.threaded import MAX_THREADS
 from seer.sched.windows import WindowedRuntime
 
-__all__ = ["MAX_THREADS", "SeerRuntime"]
-
-#: Upper bound on threads per runtime (slabs are planned for it; pools can be resized).
-MAX_THREADS = 256
+__all__ = ["DualQueueRuntime", "SeerRuntime", "StaticBlockRuntime", "StaticRuntime"]
 
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 
 
-class _Worker:
-    """Thread ``index``'s private state: its LEQ handle (slab + atomics accessor), its PEL
-    claimer, the calendar entries it produced this window, and the entity it runs.
+class WindowWorker:
+    """Thread ``index``'s private state: its LEQ handle (slab + atomics accessor), its
+    claimers, the calendar entries it produced this window, and the entity it runs.
 
     Free-threaded CPython keeps reference counts of an object shared by several threads in
     an atomic field, so every load of such an object from a hot loop costs a contended
@@ -61,13 +64,12 @@ class _Worker:
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
     __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "handlers",
-                 "heads", "heaps", "home", "index", "leq", "overflow", "push", "slab",
+                 "heads", "heaps", "leq", "output_claimer", "overflow", "push", "slab",
                  "snapshot", "state", "stats")
 
-    def __init__(self, index: int, leq: LeqWorker, claimer: PelClaimer, home: HomeClaimer,
+    def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
                  views: tuple[StateArrays, StateArrays]) -> None:
-        self.index = index
         self.heaps = leq.leqs.heaps
         self.contexts = contexts
         self.handlers = tuple(
@@ -75,10 +77,10 @@ class _Worker:
             for h in handlers)
         self.state, self.snapshot = views  # this thread's own wrappers and array views
         self.leq = leq
-        self.heads = leq.heads  # plain view of the intake heads, for the emptiness check
+        self.heads = leq.heads  # plain view of the intake heads (see run_entities)
         self.slab = leq.slab
-        self.claimer = claimer  # plain guided claims (outputs)
-        self.home = home  # home segment first, then steals (windows)
+        self.claimer = claimer  # the assignment's claimer (windows)
+        self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
         self.cal = CalendarBatch()
         self.cur = -1
@@ -91,19 +93,25 @@ class _Worker:
         """Run each claimed entity's events ``< bound`` in κ order: merge its intake into
         its heap, run the heap's prefix, list its next head in the calendar batch.
 
-        Same event sequence per entity as :meth:`WindowedRuntime._run_entity` (which the
-        other runtimes use); this copy is the SEER hot loop, with everything in locals.
-        An exception leaves with the event attached as ``__seer_event__``."""
+        This is the hot loop: the dispatch of :func:`seer.runtime.run_event` is inlined
+        (a call per event costs measurably here) and everything is in locals. An
+        exception leaves tagged with its event.
+
+        The intake check is a *plain* read of ``heads[e]``, safe only because of the window
+        barrier: every push for ``e`` made before this window is visible (the barrier's
+        lock hand-off orders it), and a push racing with this read comes from a handler of
+        this window, so it carries an event at or after the bound (lookahead) and is merged
+        at the entity's next claim (``docs/design.md``, "The window barrier")."""
         heaps, contexts, handlers = self.heaps, self.contexts, self.handlers
         heads, merge, push, snapshot = self.heads, self.leq.merge, self.push, self.snapshot
         cal = self.cal
-        cal_t, cal_s, cal_e = cal.t.append, cal.s.append, cal.e.append
+        cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
         pop = _heappop
         n = done = 0
         try:
             for e in entities:
                 heap = heaps[e]
-                if heads[e] != NIL:  # plain-read pre-check: skips a call for empty intakes
+                if heads[e] != NIL:
                     merge(e)
                 self.cur = e
                 self.cur_heap = heap
@@ -117,7 +125,7 @@ class _Worker:
                     try:
                         handlers[ev[3]](ctx, ev)
                     except BaseException as exc:
-                        exc.__seer_event__ = ev  # type: ignore[attr-defined]
+                        tag_event(exc, ev)
                         raise
                     n += 1
                 if heap:
@@ -146,13 +154,32 @@ class _Worker:
             slab.write_event(h, ev)
             self.leq.push(target, h)
         cal = self.cal
-        cal.t.append(ev[0])
-        cal.s.append(ev[1])
-        cal.e.append(target)
+        cal.tau.append(ev[0])
+        cal.seq.append(ev[1])
+        cal.entity.append(target)
+
+    def collect(self, runtime: DualQueueRuntime) -> None:
+        """Hand this window's results to the coordinator (after the barrier)."""
+        runtime._calendar.extend(self.cal)
+        self.cal.clear()
+        heaps = self.heaps
+        for ev in self.overflow:
+            _heappush(heaps[ev[2]], ev)
+        self.overflow.clear()
+        runtime.events_run += self.events
+        stats = self.stats
+        stats.events += self.events
+        self.events = 0
+        stats.cas_retries += self.leq.cas_retries
+        self.leq.cas_retries = 0
+        stats.steals += self.claimer.steals
+        self.claimer.steals = 0
 
 
-class SeerRuntime(WindowedRuntime):
-    """SEER (DPSA): work-sharing windows on ``threads`` OS threads (the caller is one).
+class DualQueueRuntime(WindowedRuntime):
+    """Windows on ``threads`` OS threads (the caller is one) over LEQs + PEL, with the work
+    assignment ``assignment`` (a name from :data:`seer.sched.assignment.ASSIGNMENTS` or an
+    :class:`~seer.sched.assignment.Assignment`).
 
     ``arena_capacity``: event records for cross-entity events in flight (default
     ``max(8192, 8 * n_entities)`` plus slab slack). ``atomics_path``: "fast" or "public"
@@ -160,15 +187,19 @@ class SeerRuntime(WindowedRuntime):
     before parking.
     """
 
-    kind = "seer"
+    name = "dual-queue"
+    #: The assignment used when none is given.
+    default_assignment: ClassVar[str] = "steal"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
+                 assignment: str | Assignment | None = None,
                  arena_capacity: int | None = None, atomics_path: str | None = None,
                  spin_us: float = 50.0) -> None:
+        self.assignment = get_assignment(assignment or self.default_assignment)
         super().__init__(model, threads=threads, debug=debug)
         n = self.spec.n_entities
         batch = 64
-        capacity = (arena_capacity or max(8192, 8 * n)) + 2 * batch * threads
+        capacity = (arena_capacity or max(8192, 8 * n)) + 2 * batch * self._threads
         layout = BufferLayout()
         arena_regions = EventArena.plan(layout, capacity)
         heads = LocalEventQueues.plan(layout, n)
@@ -176,131 +207,80 @@ class SeerRuntime(WindowedRuntime):
         self._buffer = layout.allocate()
         self._arena = EventArena(capacity, self._buffer, arena_regions, n_slabs=MAX_THREADS,
                                  batch=batch)
-        self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads)
-        self._leqs.heaps = self._heaps  # the LEQs' private layer is the runtime's heaps
+        # The LEQs' private layer is the runtime's per-entity heaps: events placed by the
+        # coordinator and events merged from intakes meet in one heap.
+        self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads, heaps=self._heaps)
         self._pel = ParallelExecutiveList(n, self._buffer, pel_regions)
         self._agent_positions = np.arange(len(self.spec.agents), dtype=np.int64)
         self._atomics_path = atomics_path
-        if threads > MAX_THREADS:
-            raise ModelError(f"threads must be <= {MAX_THREADS}, got {threads}")
-        self._workers: list[_Worker] = []
+        self._workers: list[WindowWorker] = []
         self._bound: tuple[float, int] = (0.0, -1)
-        self._abort = False
-        self._pool = WorkerPool(threads, name=f"seer-{self.spec.name}", spin_us=spin_us)
+        self._out: tuple | None = None
+        pool = self._start_pool(spin_us)
         try:
             self._make_workers()
         except BaseException:
-            self._pool.close()  # leave no thread behind a failed constructor
+            pool.close()  # leave no thread behind a failed constructor
             raise
-        # Closes the pool if the runtime is dropped without close(); the pool holds no
-        # reference back to the runtime, so this can run.
-        self._finalizer = weakref.finalize(self, self._pool.close)
+
+    def stats_labels(self) -> dict[str, str]:
+        return {"runtime": self.name, "assignment": self.assignment.name}
 
     # -- set-up ---------------------------------------------------------------------------
     def _make_workers(self) -> None:
-        """Fresh slabs and accessors for every thread (after construction and reset).
-
-        Each worker's objects are created on the coordinator but then used by one thread
-        only; none is shared on the hot path."""
-        for old in self._workers:  # their free records go back to the arena's pool
-            self._arena._give_batch(old.slab._free)
-            old.slab._free = []
-        threads = self._pool.threads
+        """Fresh slabs, accessors and claimers for every thread (after construction, reset
+        and resize). Each worker's objects are made here but used by one thread only."""
+        for old in self._workers:
+            old.slab.release()  # its free records go back to the arena's pool
+        pool = self._pool
+        threads = pool.threads
         self._workers = [
-            _Worker(i, self._leqs.worker(self._arena.slab(i), self._atomics_path),
-                    self._pel.claimer(threads), self._pel.home_claimer(i, threads),
-                    self._pool.stats[i], self._contexts,
-                    self._handlers, self._private_views())
+            WindowWorker(self._leqs.worker(self._arena.slab(i), self._atomics_path),
+                         self.assignment.claimer(self._pel, i, threads, self._atomics_path),
+                         self._pel.claimer(threads, path=self._atomics_path),
+                         pool.stats[i], self._contexts, self._handlers,
+                         self._private_views())
             for i in range(threads)
         ]
 
     def _clear_events(self) -> None:
         super()._clear_events()
-        self._leqs.reset()  # intakes empty, all arena records back in the pool
-        for w in self._workers:
-            w.slab._free = []  # already in the pool again: do not hand them back twice
+        self._leqs.reset()  # intakes and heaps empty, all arena records back in the pool
+        self._workers = []  # their slabs are void after the arena reset
         self._make_workers()
 
-    @property
-    def pool(self) -> WorkerPool:
-        return self._pool
-
-    def resize(self, threads: int) -> None:
-        """Change the thread count between steps (results do not depend on it)."""
-        if isinstance(threads, bool) or not isinstance(threads, int) or \
-                not 1 <= threads <= MAX_THREADS:
-            raise ModelError(f"threads must be an int in 1..{MAX_THREADS}, got {threads!r}")
+    def _resize_threads(self, threads: int) -> None:
         self._pool.resize(threads)
-        self._threads = threads
         self._make_workers()
 
     @property
     def pending(self) -> int:
         """Events scheduled for later steps: merged ones plus those still in intakes."""
-        count = super().pending
-        nxt = self._workers[0].slab.next
-        for head in self._leqs.words.array.tolist():
-            while head != -1:
-                count += 1
-                head = nxt[head]
-        return count
-
-    def close(self) -> None:
-        self._finalizer()
-        super().close()
+        return super().pending + self._leqs.in_intakes(self._workers[0].slab)
 
     # -- windows ---------------------------------------------------------------------------
-    def _abort_window(self) -> None:
-        self._abort = True
-
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
         self._abort = False
+        pool = self._pool
         try:
-            if len(ready) == 1 or self._pool.threads == 1:
-                self._run_inline(ready, bound)
+            if len(ready) == 1 or pool.threads == 1:
+                self._workers[0].run_entities(ready.tolist(), bound)
             else:
-                self._publish(ready)
-                self._pool.run(self._window_task, self._abort_window)
+                self.assignment.publish(self._pel, ready, pool.threads, self.spec.n_entities)
+                pool.run(self._window_task, self._abort_window)
         except BaseException as exc:
-            self._collect_calendar()
+            self._collect()
             self._raise_failure(exc)
-        self._collect_calendar()
+        self._collect()
 
-    def _collect_calendar(self) -> None:
-        calendar = self._calendar
+    def _collect(self) -> None:
         for w in self._workers:
-            calendar.extend(w.cal)
-            w.cal.clear()
-            for ev in w.overflow:
-                _heappush(self._leqs.heaps[ev[2]], ev)
-            w.overflow.clear()
-            self.events_run += w.events
-            w.stats.events += w.events
-            w.events = 0
-            w.stats.cas_retries += w.leq.cas_retries
-            w.leq.cas_retries = 0
-            w.stats.steals += w.home.steals
-            w.home.steals = 0
-
-    def _publish(self, ready: np.ndarray) -> None:
-        """Hand the window's ready entities to the threads: entity ``e`` has its home on
-        thread ``e % threads`` and is stolen by another thread only when that one has run
-        out of its own (see :class:`~seer.queues.pel.HomeClaimer`)."""
-        threads = self._pool.threads
-        self._pel.publish_homed(ready, self._home(ready, threads), threads)
-
-    def _home(self, ready: np.ndarray, threads: int) -> np.ndarray:
-        """The home thread of each entity in ``ready``: ``e % threads``."""
-        return ready % threads
-
-    def _run_inline(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
-        """Run a window on the caller alone (one thread, or one ready entity)."""
-        self._workers[0].run_entities(ready.tolist(), bound)
+            w.collect(self)
 
     def _window_task(self, index: int) -> None:
         w = self._workers[index]
-        claimer = w.home
+        claimer = w.claimer
         claimer.reset(self._pool.threads)
         items = self._pel.items
         bound = self._bound
@@ -318,24 +298,42 @@ class SeerRuntime(WindowedRuntime):
     # -- outputs in parallel ---------------------------------------------------------------
     def _outputs(self) -> StepResult:
         agents = self.spec.agents
-        if self._pool.threads == 1 or len(agents) < 2 * self._pool.threads:
+        pool = self._pool
+        if pool.threads == 1 or len(agents) < 2 * pool.threads:
             return super()._outputs()
         self._out = self._output_buffers()
         self._pel.publish(self._agent_positions)
         try:
-            self._pool.run(self._outputs_task, self._abort_window)
+            pool.run(self._outputs_task, self._abort_window)
             return self._step_result(self._out)
         finally:
             self._out = None
 
     def _outputs_task(self, index: int) -> None:
         w = self._workers[index]
-        claimer = w.claimer
+        claimer = w.output_claimer
         claimer.reset()
         store, state, start, buffers = self._store_outputs, w.state, w.snapshot, self._out
         while (chunk := claimer.claim()) is not None:
             store(range(chunk[0], chunk[1]), state, start, buffers)
 
-    def worker_stats(self) -> list[dict[str, Any]]:
-        """Per-thread counters (events, entities, CAS retries, busy/idle/CPU time)."""
-        return [s.as_dict() for s in self._pool.stats]
+
+class SeerRuntime(DualQueueRuntime):
+    """SEER: home segments (``e % T``) and guided work stealing."""
+
+    name = "seer"
+    default_assignment = "steal"
+
+
+class StaticRuntime(DualQueueRuntime):
+    """The ``static`` peer (ROSS-T-like): entity ``e`` always on thread ``e % T``."""
+
+    name = "static"
+    default_assignment = "round-robin"
+
+
+class StaticBlockRuntime(DualQueueRuntime):
+    """The ``static-block`` peer: contiguous id blocks per thread (ROSS's linear mapping)."""
+
+    name = "static-block"
+    default_assignment = "block"

@@ -1,0 +1,129 @@
+"""A bounded multi-producer multi-consumer FIFO of int64 values over a shared buffer.
+
+Dmitry Vyukov's bounded MPMC queue ("Bounded MPMC queue", 1024cores.net, 2010), with every
+control word an :class:`~seer.queues.atomic.AtomicWords` word, so that it works between
+threads and, over a ``multiprocessing.shared_memory`` block, between processes. The SEER
+runtime does not use it (its windows are published all at once, through the PEL); it is
+here for work that is published while it runs, e.g. handing event handles from producer
+processes to a consumer process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from seer.queues.atomic import AtomicWords
+from seer.queues.layout import BufferLayout, Region
+from seer.queues.pel import CapacityError
+
+__all__ = ["MpmcRing", "RingPort"]
+
+
+class MpmcRing:
+    """Bounded multi-producer multi-consumer FIFO of int64 values (Dmitry Vyukov's design).
+
+    Words: ``ENQ`` and ``DEQ`` (positions, advanced only by CAS; the CAS needs only
+    atomicity) and one sequence word per slot, which carries the ordering: a producer's
+    release-store of ``s = pos + 1`` publishes the value it stored before, and pairs with
+    the consumer's acquire-load of ``s``; the consumer's release-store of
+    ``s = pos + capacity`` pairs with the next lap's producer's acquire-load, so the
+    consumer's read of the value happens before the slot is overwritten.
+
+    Slot ``i`` with sequence ``s``: ``s == pos`` means free for the producer at ``pos``;
+    ``s == pos + 1`` means full for the consumer at ``pos``; the consumer frees it for the
+    next lap with ``s = pos + capacity``. So a consumer never sees a half-written slot.
+    FIFO: values leave in the order their producers' CASes on ``ENQ`` succeeded, so each
+    producer's own values stay in order.
+    """
+
+    ENQ, DEQ = 0, 1
+
+    def __init__(self, capacity: int, buffer: Any, regions: dict[str, Region],
+                 *, initialise: bool = True) -> None:
+        if capacity < 2 or capacity & (capacity - 1):
+            raise ValueError(f"ring capacity must be a power of two >= 2, got {capacity}")
+        self.capacity = capacity
+        self.ctl = AtomicWords(2, buffer=buffer, offset=regions["ring_ctl"].offset)
+        self.seqs = AtomicWords(capacity, buffer=buffer, offset=regions["ring_seq"].offset)
+        self.buffer = buffer
+        self.regions = regions
+        if initialise:
+            self.ctl.array[:] = 0
+            self.seqs.array[:] = np.arange(capacity)
+
+    @staticmethod
+    def plan(layout: BufferLayout, capacity: int) -> dict[str, Region]:
+        return {"ring_ctl": layout.add("ring_ctl", 2),
+                "ring_seq": layout.add("ring_seq", capacity),
+                "ring_data": layout.add("ring_data", capacity)}
+
+    @classmethod
+    def create(cls, capacity: int) -> MpmcRing:
+        layout = BufferLayout()
+        regions = cls.plan(layout, capacity)
+        return cls(capacity, layout.allocate(), regions)
+
+    def port(self, path: str | None = None) -> RingPort:
+        """The calling thread's handle."""
+        return RingPort(self, path)
+
+
+class RingPort:
+    """``try_push(v) -> bool`` (False when full), ``try_pop() -> int | None`` (None when
+    empty), ``push(v)`` raising :class:`CapacityError` when full."""
+
+    __slots__ = ("_ctl", "_data", "_mask", "_seq", "capacity", "cas_retries")
+
+    def __init__(self, ring: MpmcRing, path: str | None) -> None:
+        self._ctl = ring.ctl.accessor(path)
+        self._seq = ring.seqs.accessor(path)
+        r = ring.regions["ring_data"]
+        self._data = memoryview(ring.buffer).cast("B")[r.offset: r.offset + 8 * ring.capacity] \
+            .cast("q")
+        self._mask = ring.capacity - 1
+        self.capacity = ring.capacity
+        self.cas_retries = 0
+
+    def try_push(self, value: int) -> bool:
+        ctl, seqs, mask = self._ctl, self._seq, self._mask
+        pos = ctl.load(MpmcRing.ENQ)
+        while True:
+            dif = seqs.load(pos & mask) - pos
+            if dif == 0:
+                observed = ctl.compare_exchange(MpmcRing.ENQ, pos, pos + 1)
+                if observed == pos:
+                    break
+                pos = observed
+                self.cas_retries += 1
+            elif dif < 0:
+                return False
+            else:
+                pos = ctl.load(MpmcRing.ENQ)
+        self._data[pos & mask] = value
+        seqs.store(pos & mask, pos + 1)
+        return True
+
+    def push(self, value: int) -> None:
+        if not self.try_push(value):
+            raise CapacityError(f"ring full ({self.capacity} values)")
+
+    def try_pop(self) -> int | None:
+        ctl, seqs, mask = self._ctl, self._seq, self._mask
+        pos = ctl.load(MpmcRing.DEQ)
+        while True:
+            dif = seqs.load(pos & mask) - (pos + 1)
+            if dif == 0:
+                observed = ctl.compare_exchange(MpmcRing.DEQ, pos, pos + 1)
+                if observed == pos:
+                    break
+                pos = observed
+                self.cas_retries += 1
+            elif dif < 0:
+                return None
+            else:
+                pos = ctl.load(MpmcRing.DEQ)
+        value = self._data[pos & mask]
+        seqs.store(pos & mask, pos + mask + 1)
+        return value

@@ -1,0 +1,120 @@
+"""Work assignment: how the ready entities of a window reach the threads.
+
+The windowed dual-queue runtime (:mod:`seer.sched.dual_queue`) does everything else the
+same way for every assignment — windows, LEQs, the PEL, the pool, the calendar, outputs —
+so an assignment is only two decisions (``docs/design.md``, "Assignment strategies"):
+
+* :meth:`Assignment.publish`: put the window's ready entities into the PEL, grouped into
+  one *home segment* per thread;
+* :meth:`Assignment.claimer`: the per-thread claim handle that hands out ``(start, stop)``
+  ranges of PEL items to run (``reset(segments)`` at the start of each window, ``claim()``
+  until it returns None, and ``claims``/``steals`` counters).
+
+Three strategies ship:
+
+==============  ============================================================================
+``steal``       SEER: home ``e % T``; a thread claims guided chunks of its own segment with
+                one ``fetch_add`` each, then steals chunks from the other segments
+``round-robin`` the ``static`` peer (ROSS-T-like): home ``e % T``, own segment only
+``block``       the ``static-block`` peer: ROSS's linear mapping, contiguous id blocks
+                (home ``e * T // n``), own segment only
+==============  ============================================================================
+
+Invariant every strategy must keep: each PEL item of a window is handed to exactly one
+thread (an entity claimed twice in one window would run on two threads at once).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from seer.errors import ModelError
+from seer.queues.pel import OwnSegmentClaimer, ParallelExecutiveList
+
+__all__ = ["ASSIGNMENTS", "Assignment", "Block", "Claimer", "RoundRobin", "Steal",
+           "get_assignment"]
+
+
+class Claimer(Protocol):
+    """A thread's claim handle on the PEL (see the module docstring)."""
+
+    claims: int
+    steals: int
+
+    def reset(self, segments: int) -> None: ...
+    def claim(self) -> tuple[int, int] | None: ...
+
+
+class Assignment(ABC):
+    """How ready entities are grouped onto threads and claimed; one instance per runtime."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
+                n_entities: int) -> None:
+        """Publish ``ready`` (distinct entity ids) as one home segment per thread
+        (coordinator only, between windows)."""
+
+    @abstractmethod
+    def claimer(self, pel: ParallelExecutiveList, index: int, threads: int,
+                path: str | None) -> Claimer:
+        """The claim handle of thread ``index`` (made on the coordinator, used by that
+        thread only). ``path`` selects the atomics path for claimers that use atomics."""
+
+
+class Steal(Assignment):
+    """Home ``e % T``, guided chunks from the own segment first, then steals."""
+
+    name = "steal"
+
+    def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
+                n_entities: int) -> None:
+        pel.publish_homed(ready, ready % threads, threads)
+
+    def claimer(self, pel: ParallelExecutiveList, index: int, threads: int,
+                path: str | None) -> Claimer:
+        return pel.home_claimer(index, threads, path=path)
+
+
+class RoundRobin(Assignment):
+    """Home ``e % T``, never shared."""
+
+    name = "round-robin"
+    #: Entities run between two looks at the abort flag.
+    chunk = 32
+
+    def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
+                n_entities: int) -> None:
+        pel.publish_homed(ready, ready % threads, threads)
+
+    def claimer(self, pel: ParallelExecutiveList, index: int, threads: int,
+                path: str | None) -> Claimer:
+        return OwnSegmentClaimer(pel, index, self.chunk)
+
+
+class Block(RoundRobin):
+    """Contiguous id blocks per thread (ROSS's linear mapping), never shared."""
+
+    name = "block"
+
+    def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
+                n_entities: int) -> None:
+        pel.publish_homed(ready, ready * threads // n_entities, threads)
+
+
+ASSIGNMENTS: dict[str, type[Assignment]] = {cls.name: cls for cls in (Steal, RoundRobin, Block)}
+
+
+def get_assignment(assignment: str | Assignment) -> Assignment:
+    """An :class:`Assignment` instance from a name in :data:`ASSIGNMENTS` or an instance."""
+    if isinstance(assignment, Assignment):
+        return assignment
+    try:
+        return ASSIGNMENTS[assignment]()
+    except (KeyError, TypeError):
+        raise ModelError(f"unknown assignment {assignment!r}; choose one of "
+                         f"{sorted(ASSIGNMENTS)} or pass an Assignment instance") from None
