@@ -40,7 +40,7 @@ class RuntimeStateError(SeerError, RuntimeError):
 
 
 class ContractError(SeerError):
-    """A handler broke the event contract (DESIGN.md section 3).
+    """A handler broke the event contract (``docs/design.md``, "The event contract").
 
     Attributes: ``model`` (name), ``entity`` (the running entity), ``kind`` (name of the
     kind of the event being handled), ``time`` (its timestamp), ``step`` (filled in by the

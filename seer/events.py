@@ -7,7 +7,7 @@ element-wise, so ``(tau, seq)`` order *is* κ order and ``heapq`` can use events
 Sequence numbers
 ----------------
 ``seq`` is a non-negative int64 whose value depends only on the model and the seed, never
-on which thread ran what (DESIGN.md section 3)::
+on which thread ran what (``docs/design.md``, "Sequence numbers")::
 
     bit 62..57  depth    zero-delay generation at this timestamp (0..63)
     bit 56..33  origin   entity that emitted the event; the target for external events

@@ -1,4 +1,5 @@
-"""The Model contract: what an environment author writes (DESIGN.md section 3).
+"""The Model contract: what an environment author writes (``docs/design.md``, "The event
+contract").
 
 A model declares
 
