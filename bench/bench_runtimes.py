@@ -4,14 +4,15 @@
     .venv/bin/python -m bench.bench_runtimes --fast --workload aircraft --entities 800 --costs 200
     .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --entities 1600 --costs 15
     .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --gains 0 2 8 \
-        --runtimes serial seer:2 static-block:2
+        --runtimes serial 'seer(2)' 'static-block(2)'
 
 Each pyperf benchmark times one environment step (same model, seed and actions for every
-runtime, after a warm-up step) of ``seer.testing.BenchModel`` (``--entities`` entities,
+runtime, after a warm-up step) of ``workloads.synthetic.BenchModel`` (``--entities`` entities,
 each event doing ``cost`` µs of numpy work) or of a workload (``--workload``, whose
 ``cost_us`` knob ``--costs`` sets; for PCS, ``--gains`` sets the moving hotspot's peak).
 At the end the main process prints throughput as ratios over serial for each
-configuration (measured in this run).
+configuration (measured in this run). Runtimes are named as in :mod:`bench.labels`:
+``seer(2)``, or ``seer:2`` on the command line.
 """
 
 from __future__ import annotations
@@ -22,15 +23,12 @@ from collections.abc import Callable
 import pyperf
 
 import seer
+from bench.labels import label, parse_runtime
 from seer.cli import pyperf_metadata
-from seer.testing import BenchModel, EmptyModel
+from workloads.synthetic import BenchModel, EmptyModel
 
 RUNTIMES = [("serial", 1), ("seer", 1), ("seer", 2), ("static", 2), ("static-block", 2),
             ("global", 2), ("executor", 2)]
-
-
-def label(kind: str, threads: int) -> str:
-    return "serial" if kind == "serial" else f"{kind}({threads})"
 
 
 def make_model(workload: str, entities: int, cost: float, fanout: int,
@@ -73,27 +71,28 @@ def _worker_args(cmd: list[str], args: object) -> None:
                 "--fanout", str(args.fanout), "--costs", *[str(c) for c in args.costs],
                 "--gains", *[str(g) for g in args.gains]])
     if args.runtimes:
-        cmd.extend(["--runtimes", *args.runtimes])
+        cmd.extend(["--runtimes", *[label(kind, threads) for kind, threads in args.runtimes]])
 
 
 def main() -> None:
-    runner = pyperf.Runner(add_cmdline_args=_worker_args)
+    # Workers run as ``-m bench.bench_runtimes`` (not as a script), so that they import the
+    # ``bench``, ``seer`` and ``workloads`` packages of the working directory, as the parent.
+    runner = pyperf.Runner(add_cmdline_args=_worker_args,
+                           program_args=("-m", "bench.bench_runtimes"))
     cmd = runner.argparser
     cmd.add_argument("--workload", choices=["bench", "aircraft", "pcs", "empty"],
-                     default="bench", help="seer.testing.BenchModel (default), a real "
+                     default="bench", help="workloads.synthetic.BenchModel (default), a real "
                      "workload, or EmptyModel (scheduler overhead per event)")
     cmd.add_argument("--entities", type=int, nargs="+", default=[1600])
     cmd.add_argument("--costs", type=float, nargs="+", default=[0, 10, 50, 200])
     cmd.add_argument("--fanout", type=int, default=1)
-    cmd.add_argument("--runtimes", nargs="+", default=None,
-                     help="subset, e.g. serial seer:2 static:2")
+    cmd.add_argument("--runtimes", nargs="+", type=parse_runtime, default=None,
+                     help="subset, e.g. serial 'seer(2)' static:2 (kind:threads needs no "
+                     "shell quoting)")
     cmd.add_argument("--gains", type=float, nargs="+", default=[2.0],
                      help="PCS only: peak of the moving traffic hotspot (0 = none)")
     args = runner.parse_args()
-    runtimes = RUNTIMES
-    if args.runtimes:
-        runtimes = [(r.split(":")[0], int(r.split(":")[1]) if ":" in r else 1)
-                    for r in args.runtimes]
+    runtimes = args.runtimes or RUNTIMES
     runner.metadata.update(pyperf_metadata())  # interpreter, GIL, cores, versions
     results: dict[tuple[str, str], float] = {}
     configs = []

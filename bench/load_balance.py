@@ -18,6 +18,7 @@ import time
 
 import seer
 from bench.bench_runtimes import make_model
+from bench.labels import label
 
 KINDS = ("seer", "static", "static-block", "global")
 
@@ -62,8 +63,8 @@ def main() -> None:
           f"{args.entities} entities, cost {args.cost:g} µs, {args.threads} threads)")
     for r in rows:
         cpu = " ".join(f"{c:6.2f}" for c in r["cpu_s"])
-        print(f"{r['kind']:>8}: wall {r['wall_s']:6.2f} s  cpu/thread [{cpu}]  "
-              f"CV {r['cpu_cv']:.3f}")
+        print(f"{label(r['kind'], r['threads']):>15}: wall {r['wall_s']:6.2f} s  "
+              f"cpu/thread [{cpu}]  CV {r['cpu_cv']:.3f}")
     if args.output:
         with open(args.output, "w") as f:
             json.dump({"args": vars(args), "rows": rows}, f, indent=1)

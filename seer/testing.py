@@ -5,20 +5,21 @@
   non-commutatively, so any change in per-entity event order changes the result.
 * :func:`assert_equivalent`: run a runtime and the serial oracle side by side and demand
   bit-identical state and outputs after every step.
-* :class:`BusyWork`: a handler-cost knob (numpy work of a calibrated number of µs).
+* :func:`random_models`: a hypothesis strategy of :class:`RandomModel`.
+
+The handler-cost knob lives in :mod:`seer.busywork`; the benchmark models in
+:mod:`workloads.synthetic`.
 """
 
 from __future__ import annotations
 
-import math
 import struct
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from seer.busywork import BusyWork
 from seer.errors import ModelError
 from seer.events import seq_origin
 from seer.model import Context, Model, StateArrays
@@ -26,69 +27,15 @@ from seer.runtime import Runtime, StepResult
 from seer.serial import SerialRuntime
 
 __all__ = [
-    "BenchModel",
-    "BusyWork",
-    "EmptyModel",
     "RandomModel",
     "assert_equivalent",
     "assert_outputs_identical",
     "assert_states_identical",
-    "busy_ns_per_element",
     "random_models",
 ]
 
 _MASK64 = (1 << 64) - 1
 _PRIME = 0x100000001B3  # FNV-1a 64-bit prime
-
-
-# -- handler cost knob ---------------------------------------------------------------------
-_calibration_lock = threading.Lock()
-_ns_per_element: float | None = None
-_local = threading.local()
-_SOURCE = np.linspace(0.0, 1.0, 1 << 20)
-
-
-def busy_ns_per_element() -> float:
-    """Measured cost of one element of the busy kernel (``np.sin``), in ns; measured once
-    per process (median of several runs on 64 Ki elements)."""
-    global _ns_per_element
-    with _calibration_lock:
-        if _ns_per_element is None:
-            n = 1 << 16
-            out = np.empty(n)
-            np.sin(_SOURCE[:n], out=out)  # warm-up
-            samples = []
-            for _ in range(9):
-                t = time.perf_counter_ns()
-                np.sin(_SOURCE[:n], out=out)
-                samples.append((time.perf_counter_ns() - t) / n)
-            _ns_per_element = max(sorted(samples)[len(samples) // 2], 1e-3)
-        return _ns_per_element
-
-
-class BusyWork:
-    """Calling the instance does about ``us`` microseconds of numpy work (``np.sin`` over a
-    calibrated number of elements into a per-thread buffer). ``us == 0`` does nothing.
-
-    The work does not touch model state, so it changes timing only, never results.
-    """
-
-    __slots__ = ("elements", "us")
-
-    def __init__(self, us: float) -> None:
-        if not (isinstance(us, (int, float)) and math.isfinite(us) and us >= 0):
-            raise ModelError(f"busy-work cost must be a finite number of µs >= 0, got {us!r}")
-        self.us = float(us)
-        self.elements = 0 if us == 0 else max(
-            1, min(len(_SOURCE), round(us * 1000.0 / busy_ns_per_element())))
-
-    def __call__(self) -> None:
-        n = self.elements
-        if n:
-            buf = getattr(_local, "buf", None)
-            if buf is None:
-                buf = _local.buf = np.empty(len(_SOURCE))
-            np.sin(_SOURCE[:n], out=buf[:n])
 
 
 # -- the random contract-keeping model -------------------------------------------------------
@@ -252,90 +199,6 @@ class RandomModel(Model):
         reward = float(state.acc[entity] - start.acc[entity])
         return obs, reward, bool(state.count[entity] % 7 == 6), False, {
             "h": int(state.h[entity])}
-
-
-class BenchModel(Model):
-    """A lean model for runtime benchmarks: per-event cost is the :class:`BusyWork` knob.
-
-    Every step each entity gets an action ("tick"): it reads two neighbours from the
-    snapshot, updates its row, and sends ``fanout`` "ping" events to entities chosen by its
-    own RNG, with delays of one lookahead (half a step) or more; a ping does the same busy
-    work and folds its payload into the row. So a step has about ``n * (1 + fanout)`` events
-    in at least two windows, and about ``n * fanout`` cross-entity events.
-    """
-
-    kinds = ("tick", "ping")
-    action_kind = "tick"
-    lookahead = 0.5
-    step_length = 1.0
-    fields = {"x": ((), np.float64), "hits": ((), np.int64)}  # noqa: RUF012
-
-    def __init__(self, n_entities: int, cost_us: float = 0.0, fanout: int = 1) -> None:
-        super().__init__(n_entities)
-        if not 0 <= fanout <= 16:
-            raise ModelError(f"fanout must be in 0..16, got {fanout}")
-        self.name = f"BenchModel(n={n_entities}, cost={cost_us}us, fanout={fanout})"
-        self.busy = BusyWork(cost_us)
-        self.fanout = fanout
-        self._all = [1] * n_entities
-
-    def sample_actions(self, step: int) -> list[int]:
-        return self._all
-
-    def init_entity(self, ctx: Context) -> None:
-        ctx.row.x = ctx.rng.random()
-
-    def on_tick(self, ctx: Context, event: Any) -> None:
-        self.busy()
-        n = self.n_entities
-        e = ctx.id
-        snap = ctx.snapshot.x
-        ctx.row.x = 0.5 * float(ctx.row.x) + 0.25 * (float(snap[(e + 1) % n])
-                                                      + float(snap[e - 1]))
-        rng = ctx.rng
-        for _ in range(self.fanout):
-            target = int(rng.integers(n))
-            ctx.emit(target, self.lookahead if rng.random() < 0.8 else 1.25, "ping",
-                     float(ctx.row.x))
-
-    def on_ping(self, ctx: Context, event: Any) -> None:
-        self.busy()
-        ctx.row.x = float(ctx.row.x) * 0.999 + event.payload * 0.001
-        ctx.row.hits += 1
-
-    def outputs(self, entity: int, state: StateArrays,
-                start: StateArrays) -> tuple[Any, float, bool, bool, dict]:
-        return (float(state.x[entity]), float(state.hits[entity] - start.hits[entity]), False,
-                False, {})
-
-
-class EmptyModel(Model):
-    """Scheduler overhead: every entity re-schedules itself ``per_step`` times per step and
-    its handler does nothing else (no state write, no RNG, no busy work)."""
-
-    kinds = ("tick",)
-    fields = {"x": ((), np.int64)}  # noqa: RUF012
-    lookahead = 1.0
-
-    def __init__(self, n_entities: int, per_step: int = 10) -> None:
-        super().__init__(n_entities)
-        if per_step < 1:
-            raise ModelError(f"per_step must be >= 1, got {per_step}")
-        self.name = f"EmptyModel(n={n_entities}, per_step={per_step})"
-        self.period = 1.0 / per_step
-
-    def sample_actions(self, step: int) -> None:
-        return None
-
-    def init_entity(self, ctx: Context) -> None:
-        ctx.emit(ctx.id, 0.0, "tick")
-
-    def on_tick(self, ctx: Context, event: Any) -> None:
-        ctx.emit(ctx.id, self.period, 0)
-
-    def outputs(self, entity: int, state: StateArrays,
-                start: StateArrays) -> tuple[Any, float, bool, bool, dict]:
-        return None, 0.0, False, False, {}
 
 
 def random_models(max_entities: int = 40) -> Any:

@@ -42,23 +42,3 @@ class Recorder(seer.Model):
     def outputs(self, entity, state, start):
         return state.trace[entity].copy(), float(state.n[entity]), False, False, {}
 
-
-class Empty(seer.Model):
-    """Every entity re-schedules itself every ``period``: measures pure runtime overhead."""
-
-    kinds = ("tick",)
-    fields = {"x": ((), np.int64)}  # noqa: RUF012
-    lookahead = 1.0
-
-    def __init__(self, n: int, per_step: int = 10) -> None:
-        super().__init__(n)
-        self.period = 1.0 / per_step
-
-    def init_entity(self, ctx):
-        ctx.emit(ctx.id, 0.0, "tick")
-
-    def on_tick(self, ctx, event):
-        ctx.emit(ctx.id, self.period, 0)
-
-    def outputs(self, entity, state, start):
-        return None, 0.0, False, False, {}

@@ -7,7 +7,8 @@ import pytest
 import seer
 from seer.events import seq_depth, seq_origin
 from seer.testing import RandomModel
-from tests.helpers import Empty, Recorder
+from tests.helpers import Recorder
+from workloads.synthetic import EmptyModel
 
 HIT = "hit"
 
@@ -362,10 +363,10 @@ def test_bad_actions(actions, message):
 
 
 def test_actions_for_a_model_without_action_kind():
-    rt = seer.SerialRuntime(Empty(2))
+    rt = seer.SerialRuntime(EmptyModel(2))
     rt.reset(seed=0)
-    with pytest.raises(seer.ModelError, match=r"model 'Empty' takes no actions \(action_kind "
-                       r"is None\) but step\(\) was given list"):
+    with pytest.raises(seer.ModelError, match=r"model 'EmptyModel\(n=2, per_step=10\)' takes no "
+                       r"actions \(action_kind is None\) but step\(\) was given list"):
         rt.step([0, 0])
 
 
@@ -402,10 +403,3 @@ def test_stats_count_events_and_cross_entity_emits():
     rt.reset(seed=0)
     rt.step({0: 0})
     assert rt.stats == {"events_run": 3, "emitted": 2, "cross_entity": 1}
-
-
-def test_empty_model_events_per_step():
-    rt = seer.SerialRuntime(Empty(10, per_step=4))
-    rt.reset(seed=0)
-    rt.step()
-    assert rt.events_run == 40

@@ -6,14 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seer
-from seer.testing import (
-    BusyWork,
-    RandomModel,
-    assert_equivalent,
-    assert_outputs_identical,
-    busy_ns_per_element,
-    random_models,
-)
+from seer.testing import RandomModel, assert_equivalent, assert_outputs_identical, random_models
 
 models = random_models()
 
@@ -94,12 +87,3 @@ def test_random_model_rejects_bad_parameters():
     with pytest.raises(seer.ModelError, match=r"fanout and ttl must be in 0\.\.8"):
         RandomModel(5, fanout=9)
 
-
-def test_busy_work_scales_with_the_requested_cost():
-    assert busy_ns_per_element() > 0
-    assert BusyWork(0).elements == 0
-    small, large = BusyWork(10), BusyWork(200)
-    assert large.elements >= 10 * small.elements
-    large()  # runs without touching any state
-    with pytest.raises(seer.ModelError, match="busy-work cost must be a finite number"):
-        BusyWork(-1)

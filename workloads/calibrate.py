@@ -43,6 +43,21 @@ def measure(model: seer.Model, steps: int, warmup: int = 2) -> dict[str, float]:
             "cross_per_step": cross / steps, "step_ms": elapsed / steps * 1e3}
 
 
+#: measure key -> (column header, decimals printed)
+COLUMNS = {"mean_event_us": ("mean event µs", 1), "events_per_step": ("events/step", 0),
+           "cross_per_step": ("cross-entity/step", 0)}
+
+
+def print_table(knob: str, keys: list[str], rows: list[tuple[float, dict[str, float]]]) -> None:
+    """Print a markdown table: one row per ``(knob value, measures)``, with the knob first
+    and then the measures ``keys`` in that order."""
+    print("| " + " | ".join([knob, *(COLUMNS[k][0] for k in keys)]) + " |")
+    print("| " + " | ".join(["---"] * (1 + len(keys))) + " |")
+    for value, m in rows:
+        cells = [f"{value}", *(f"{m[k]:.{COLUMNS[k][1]}f}" for k in keys)]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=["aircraft", "pcs"])
@@ -60,19 +75,11 @@ def main() -> None:
         rows.append((kind, cost, n, measure(make(args.workload, n, cost), args.steps)))
     print(f"\n{args.workload}: knob -> mean event time (serial, {default_n} entities, "
           f"{args.steps} steps)")
-    print("| cost_us | mean event µs | events/step | cross-entity/step |")
-    print("| --- | --- | --- | --- |")
-    for kind, cost, _n, m in rows:
-        if kind == "cost":
-            print(f"| {cost} | {m['mean_event_us']:.1f} | {m['events_per_step']:.0f} | "
-                  f"{m['cross_per_step']:.0f} |")
+    print_table("cost_us", ["mean_event_us", "events_per_step", "cross_per_step"],
+                [(cost, m) for kind, cost, _n, m in rows if kind == "cost"])
     print(f"\n{args.workload}: entity count -> events per step (cost_us={default_cost})")
-    print("| entities | events/step | cross-entity/step | mean event µs |")
-    print("| --- | --- | --- | --- |")
-    for kind, _cost, n, m in rows:
-        if kind == "n":
-            print(f"| {n} | {m['events_per_step']:.0f} | {m['cross_per_step']:.0f} | "
-                  f"{m['mean_event_us']:.1f} |")
+    print_table("entities", ["events_per_step", "cross_per_step", "mean_event_us"],
+                [(n, m) for kind, _cost, n, m in rows if kind == "n"])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seer
-from seer.testing import BenchModel, RandomModel, assert_equivalent, random_models
+from seer.testing import RandomModel, assert_equivalent, random_models
+from workloads.synthetic import BenchModel
 
 KINDS = ["seer", "static", "static-block", "global", "executor"]
 THREADS = [1, 2, 3, 4, 8]

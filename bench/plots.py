@@ -1,0 +1,141 @@
+"""The report's figures, drawn from loaded result parts (matplotlib, Agg, no display)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import seer
+from bench.bench_runtimes import config_name
+from bench.labels import label
+from bench.sizes import ALL, PEERS, Sizes
+from bench.stats import Part
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["draw"]
+
+#: one line of a plot: legend label, x values, y values
+Series = tuple[str, Sequence[float], Sequence[float]]
+
+
+def draw(m: dict[str, Part], balance: dict[str, dict], z: Sizes, where: Path) -> list[str]:
+    """Write every figure into ``where``; return their file names in report order."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figures = {
+        "speedup_vs_threads.png": _thread_scan(m, z),
+        "throughput_vs_cost.png": _cost_sweep(m["cost_sweep"], z),
+        "latency_vs_entities.png": _latency(m, z),
+        "hotspot.png": _hotspot(m["pcs_hotspot"], z),
+        "cpu_per_thread.png": _cpu_per_thread(balance),
+    }
+    for name, fig in figures.items():
+        FigureCanvasAgg(fig)
+        fig.tight_layout()
+        fig.savefig(where / name)
+    return list(figures)
+
+
+def _lines(ax: Axes, series: list[Series], *, xlabel: str, ylabel: str, title: str,
+           baseline: bool = False, xscale: dict | None = None,
+           legend_size: float | None = None) -> None:
+    """One line plot: ``o-`` lines, an optional grey line at y = 1 (parity with serial)
+    and an optional x scale (``{"value": "symlog", "linthresh": 10}``)."""
+    for name, xs, ys in series:
+        ax.plot(xs, ys, "o-", label=name)
+    if baseline:
+        ax.axhline(1.0, color="grey", lw=0.5)
+    if xscale:
+        ax.set_xscale(**xscale)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=legend_size)
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def _speedups(part: Part, configs: Sequence[str], runtime: str) -> list[float]:
+    """Speed-up over serial of ``runtime`` in each configuration."""
+    return [part.speedup(f"{c}-serial", f"{c}-{runtime}") for c in configs]
+
+
+def _thread_scan(m: dict[str, Part], z: Sizes) -> Figure:
+    """Speed-up vs threads (the paper's Fig. 7)."""
+    series = []
+    for part, config, kinds, title in (("thread_scan", z.air, ("seer", "static"), "Aircraft"),
+                                       ("pcs_thread_scan", z.pcs, ("seer",), "PCS")):
+        s = m[part]
+        for kind in kinds:
+            ts = [t for t in z.scan if f"{config}-{label(kind, t)}" in s]
+            series.append((f"{title}, {kind}", ts,
+                           [s.speedup(f"{config}-serial", f"{config}-{label(kind, t)}")
+                            for t in ts]))
+    fig = _new_figure(5.5, 3.8)
+    _lines(fig.add_subplot(), series, xlabel="threads", ylabel="speed-up over serial",
+           title=f"Thread scan ({seer.cpu_count()} cores)", baseline=True, legend_size=8)
+    return fig
+
+
+def _cost_sweep(c: Part, z: Sizes) -> Figure:
+    """Throughput over serial vs handler cost, every runtime."""
+    configs = [config_name("bench", z.n_bench, cost, 2.0) for cost in z.costs]
+    series = [(name, z.costs, _speedups(c, configs, name)) for name in ALL[1:]]
+    fig = _new_figure(5.5, 3.8)
+    _lines(fig.add_subplot(), series, xlabel="handler cost (µs)", ylabel="throughput / serial",
+           title=f"BenchModel, {z.n_bench} entities", baseline=True,
+           xscale={"value": "symlog", "linthresh": 10}, legend_size=7)
+    return fig
+
+
+def _latency(m: dict[str, Part], z: Sizes) -> Figure:
+    """Step latency vs entity count, Aircraft and PCS side by side."""
+    fig = _new_figure(8, 3.5)
+    for i, (part, workload, sweep, cost, title) in enumerate((
+            ("entity_sweep", "aircraft", z.air_sweep, z.air_cost, "Aircraft"),
+            ("pcs_entity_sweep", "pcs", z.pcs_sweep, z.pcs_cost, "PCS"))):
+        e = m[part]
+        configs = [config_name(workload, n, cost, 2.0) for n in sweep]
+        series = [(name, sweep, [1e3 * e[f"{c}-{name}"] for c in configs])
+                  for name in ("serial", "seer(2)")]
+        _lines(fig.add_subplot(1, 2, i + 1), series, xlabel="entities", ylabel="ms per step",
+               title=f"{title} step latency")
+    return fig
+
+
+def _hotspot(h: Part, z: Sizes) -> Figure:
+    """SEER against the peers as the PCS hotspot grows."""
+    configs = [config_name("pcs", z.n_pcs, z.pcs_cost, g) for g in z.gains]
+    series = [(name, z.gains, _speedups(h, configs, name)) for name in PEERS[1:]]
+    fig = _new_figure(5.5, 3.8)
+    _lines(fig.add_subplot(), series, xlabel="hotspot peak (call-rate gain)",
+           ylabel="speed-up over serial", title=f"PCS {z.n_pcs} cells under a moving hotspot",
+           legend_size=8)
+    return fig
+
+
+def _cpu_per_thread(balance: dict[str, dict]) -> Figure:
+    """Per-thread CPU time of each pooled runtime, one panel per workload."""
+    fig = _new_figure(8, 3.5)
+    for i, (workload, lb) in enumerate(balance.items()):
+        ax = fig.add_subplot(1, 2, i + 1)
+        rows = lb["rows"]
+        width = 0.8 / max(len(r["cpu_s"]) for r in rows)
+        for j, r in enumerate(rows):
+            for t, cpu in enumerate(r["cpu_s"]):
+                ax.bar(j + t * width, cpu, width, color=f"C{t}",
+                       label=f"thread {t}" if j == 0 else None)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))],
+                      [label(r["kind"], r["threads"]) for r in rows], fontsize=7)
+        ax.set_ylabel("CPU seconds")
+        ax.set_title(f"{workload}: per-thread CPU time", fontsize=9)
+        ax.legend(fontsize=7)
+    return fig

@@ -1,0 +1,102 @@
+"""Synthetic benchmark workloads: uniform load with a cost knob, and an empty handler.
+
+* :class:`BenchModel`: every event costs :class:`~seer.busywork.BusyWork` µs; no hotspot.
+* :class:`EmptyModel`: handlers do nothing but re-schedule themselves, so a step's time is
+  the runtime's own overhead per event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import seer
+from seer.busywork import BusyWork
+from seer.errors import ModelError
+
+__all__ = ["BenchModel", "EmptyModel"]
+
+
+class BenchModel(seer.Model):
+    """A lean model for runtime benchmarks: per-event cost is the :class:`BusyWork` knob.
+
+    Every step each entity gets an action ("tick"): it reads two neighbours from the
+    snapshot, updates its row, and sends ``fanout`` "ping" events to entities chosen by its
+    own RNG, with delays of one lookahead (half a step) or more; a ping does the same busy
+    work and folds its payload into the row. So a step has about ``n * (1 + fanout)`` events
+    in at least two windows, and about ``n * fanout`` cross-entity events.
+    """
+
+    kinds = ("tick", "ping")
+    action_kind = "tick"
+    lookahead = 0.5
+    step_length = 1.0
+    fields = {"x": ((), np.float64), "hits": ((), np.int64)}  # noqa: RUF012
+
+    def __init__(self, n_entities: int, cost_us: float = 0.0, fanout: int = 1) -> None:
+        super().__init__(n_entities)
+        if not 0 <= fanout <= 16:
+            raise ModelError(f"fanout must be in 0..16, got {fanout}")
+        self.name = f"BenchModel(n={n_entities}, cost={cost_us}us, fanout={fanout})"
+        self.busy = BusyWork(cost_us)
+        self.fanout = fanout
+        self._all = [1] * n_entities
+
+    def sample_actions(self, step: int) -> list[int]:
+        return self._all
+
+    def init_entity(self, ctx: seer.Context) -> None:
+        ctx.row.x = ctx.rng.random()
+
+    def on_tick(self, ctx: seer.Context, event: Any) -> None:
+        self.busy()
+        n = self.n_entities
+        e = ctx.id
+        snap = ctx.snapshot.x
+        ctx.row.x = 0.5 * float(ctx.row.x) + 0.25 * (float(snap[(e + 1) % n])
+                                                      + float(snap[e - 1]))
+        rng = ctx.rng
+        for _ in range(self.fanout):
+            target = int(rng.integers(n))
+            ctx.emit(target, self.lookahead if rng.random() < 0.8 else 1.25, "ping",
+                     float(ctx.row.x))
+
+    def on_ping(self, ctx: seer.Context, event: Any) -> None:
+        self.busy()
+        ctx.row.x = float(ctx.row.x) * 0.999 + event.payload * 0.001
+        ctx.row.hits += 1
+
+    def outputs(self, entity: int, state: seer.StateArrays,
+                start: seer.StateArrays) -> tuple[Any, float, bool, bool, dict]:
+        return (float(state.x[entity]), float(state.hits[entity] - start.hits[entity]), False,
+                False, {})
+
+
+class EmptyModel(seer.Model):
+    """Scheduler overhead: every entity re-schedules itself ``per_step`` times per step and
+    its handler does nothing else (no state write, no RNG, no busy work)."""
+
+    kinds = ("tick",)
+    fields = {"x": ((), np.int64)}  # noqa: RUF012
+    lookahead = 1.0
+
+    def __init__(self, n_entities: int, per_step: int = 10) -> None:
+        super().__init__(n_entities)
+        if per_step < 1:
+            raise ModelError(f"per_step must be >= 1, got {per_step}")
+        self.name = f"EmptyModel(n={n_entities}, per_step={per_step})"
+        self.period = 1.0 / per_step
+
+    def sample_actions(self, step: int) -> None:
+        return None
+
+    def init_entity(self, ctx: seer.Context) -> None:
+        ctx.emit(ctx.id, 0.0, "tick")
+
+    def on_tick(self, ctx: seer.Context, event: Any) -> None:
+        ctx.emit(ctx.id, self.period, 0)
+
+    def outputs(self, entity: int, state: seer.StateArrays,
+                start: seer.StateArrays) -> tuple[Any, float, bool, bool, dict]:
+        return None, 0.0, False, False, {}
