@@ -15,10 +15,12 @@ __all__ = [
     "HandlerError",
     "IsolationError",
     "LookaheadError",
+    "ModelCodeError",
     "ModelError",
     "NonFiniteTimeError",
     "RuntimeStateError",
     "SeerError",
+    "StepLimitError",
     "UnknownKindError",
     "UnknownTargetError",
     "event_of",
@@ -115,6 +117,30 @@ class HandlerError(SeerError):
             f"handler for {kind!r} raised {type(cause).__name__}: {cause} "
             f"[model {model!r}, step {step}, entity {entity}, event {event!r}]"
         )
+
+
+class ModelCodeError(HandlerError):
+    """The model's own code outside a handler (``outputs``, ``prepare_step``) raised.
+
+    The original exception is ``__cause__``; ``where`` names the method, ``step`` and
+    ``entity`` (None for ``prepare_step``) say where. The runtime must be ``reset``."""
+
+    def __init__(self, *, model: str, step: int, where: str, entity: int | None,
+                 cause: BaseException) -> None:
+        self.model = model
+        self.step = step
+        self.entity = entity
+        self.kind = f"<{where}>"
+        self.event = None
+        self.where = where
+        at = f", entity {entity}" if entity is not None else ""
+        SeerError.__init__(self, f"{where}() raised {type(cause).__name__}: {cause} "
+                                 f"[model {model!r}, step {step}{at}]")
+
+
+class StepLimitError(ContractError):
+    """A step ran more events than the runtime's ``max_events_per_step`` allows: usually
+    an event loop that never reaches the step end (a self-loop with a tiny delay)."""
 
 
 # Which event an exception escaped from. A thread that runs handlers tags the exception on

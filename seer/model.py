@@ -124,6 +124,11 @@ class Model:
         kind = self.action_kind
         if isinstance(actions, Mapping):
             return [(e, kind, a) for e, a in actions.items() if a is not None]
+        if not isinstance(actions, Sequence | np.ndarray):
+            raise ModelError(
+                f"actions for model {self.name!r} must be a sequence (or array) with one "
+                f"action per entity, or a mapping entity -> action; got "
+                f"{type(actions).__name__}")
         if len(actions) != self.n_entities:
             raise ModelError(
                 f"actions for model {self.name!r} has length {len(actions)}; expected "
@@ -435,6 +440,9 @@ class Context:
                   **details)
 
     def _as_delay(self, delay: Any) -> float:
+        if isinstance(delay, (str, bytes, bool)):  # float("1.0") and float(True) would pass
+            self._fail(NonFiniteTimeError, f"delay must be a real number, got {delay!r}",
+                       delay=delay)
         try:
             return float(delay)
         except (TypeError, ValueError):
@@ -443,6 +451,9 @@ class Context:
         raise AssertionError  # unreachable
 
     def _as_target(self, target: Any, kind: Any) -> int:
+        if isinstance(target, bool):  # operator.index(True) == 1
+            self._fail(UnknownTargetError, f"event target must be an integer entity id, got "
+                       f"{target!r}", target=target, emit_kind=kind)
         try:
             return _index(target)
         except TypeError:

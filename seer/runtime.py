@@ -9,8 +9,10 @@ on it by construction (``docs/design.md``, "The runtime hierarchy").
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -19,8 +21,11 @@ import numpy as np
 from seer.errors import (
     ContractError,
     HandlerError,
+    ModelCodeError,
     ModelError,
     RuntimeStateError,
+    SeerError,
+    StepLimitError,
     event_of,
     tag_event,
 )
@@ -37,9 +42,9 @@ from seer.model import (
     read_only,
 )
 
-__all__ = ["Runtime", "StepResult", "run_event"]
+__all__ = ["Runtime", "StepResult", "run_event", "step_limit_error"]
 
-_NEW, _READY, _FAILED, _CLOSED = "new", "ready", "failed", "closed"
+_NEW, _READY, _FAILED, _BROKEN, _CLOSED = "new", "ready", "failed", "broken", "closed"
 
 
 @dataclass(slots=True)
@@ -83,10 +88,12 @@ class Runtime(ABC):
     #: The runtime's name, as given to :func:`seer.make_runtime`.
     name: ClassVar[str] = "abstract"
 
-    def __init__(self, model: Model, *, debug: bool = False) -> None:
+    def __init__(self, model: Model, *, debug: bool = False,
+                 max_events_per_step: int | None = None) -> None:
         self.spec: ModelSpec = compile_model(model)
         self.model = model
         self.debug = bool(debug)
+        self.max_events_per_step = _event_limit(max_events_per_step)
         self._status = _NEW
         self._step_index = 0
         self.events_run = 0
@@ -103,6 +110,9 @@ class Runtime(ABC):
         self._external_counters = [0] * n
         self._handlers = self.spec.handlers
         self._prepares = type(model).prepare_step is not Model.prepare_step
+        self._op_lock = threading.Lock()
+        self._op_running: str | None = None
+        self._broken = ""
 
     # -- subclass hooks ---------------------------------------------------------------
     @abstractmethod
@@ -142,10 +152,69 @@ class Runtime(ABC):
     def reset(self, seed: int | np.random.SeedSequence | None = None) -> StepResult:
         """Start an episode: zero the state, seed one Generator per entity from
         ``SeedSequence(seed).spawn(n_entities)``, run ``init_entity`` for every entity in id
-        order, and return the initial outputs."""
-        self._check_open()
+        order, and return the initial outputs.
+
+        A bad ``seed`` raises :class:`ModelError` and leaves the runtime as it was."""
+        with self._operation("reset"):
+            self._check_open()
+            seq = _seed_sequence(seed)
+            return self._guarded(self._reset, seq)
+
+    def step(self, actions: Any = None) -> StepResult:
+        """Inject the actions as events at τ_t, run every event with τ in [τ_t, τ_{t+1}),
+        and return the boundary outputs.
+
+        Actions are checked before anything changes: bad ones raise :class:`ModelError`
+        and leave the runtime exactly as it was. After an exception from the model's code
+        (a handler, ``prepare_step`` or ``outputs``) the runtime needs ``reset``."""
+        with self._operation("step"):
+            if self._status != _READY:
+                self._check_open()
+                raise RuntimeStateError(
+                    f"{type(self).__name__}.step() needs reset() first"
+                    + (" (the previous step failed)" if self._status == _FAILED else "")
+                )
+            events = self._action_events(actions, self._step_index * self.spec.step_length)
+            return self._guarded(self._step, events)
+
+    def close(self) -> None:
+        """Release resources; the runtime cannot be used afterwards. Idempotent.
+
+        Refused with :class:`RuntimeStateError` while another thread is inside ``reset``,
+        ``step`` or ``resize`` of this runtime: close it after that call returns (from
+        the thread that made it, or once it has returned)."""
+        with self._operation("close"):
+            if self._status != _CLOSED:
+                self._status = _CLOSED
+                self._release()
+
+    def _release(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release what the runtime holds (threads); called once, by ``close``."""
+
+    # -- one operation at a time ---------------------------------------------------------
+    @contextlib.contextmanager
+    def _operation(self, name: str) -> Iterator[None]:
+        """Admit one public operation at a time; refuse a concurrent one at once (never
+        block: a caller waiting for a step that never ends would hang with it)."""
+        if not self._op_lock.acquire(blocking=False):
+            running = self._op_running
+            raise RuntimeStateError(
+                f"{name}() refused: {running}() is already running on this "
+                f"{type(self).__name__} in another thread (one operation at a time; "
+                f"a runtime belongs to one caller thread at a time)")
+        self._op_running = name
+        try:
+            yield
+        finally:
+            self._op_running = None
+            self._op_lock.release()
+
+    def _guarded(self, operation: Callable[[Any], StepResult], arg: Any) -> StepResult:
+        """Run ``operation(arg)`` (a reset or a step); parallel runtimes defer Ctrl-C here."""
+        return operation(arg)
+
+    def _reset(self, seq: np.random.SeedSequence) -> StepResult:
         self._status = _FAILED  # until the reset completes
-        seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         self._clear_events()
         for a in self._arrays.values():
             a.fill(0)
@@ -174,34 +243,26 @@ class Runtime(ABC):
         self._status = _READY
         return result
 
-    def step(self, actions: Any = None) -> StepResult:
-        """Inject the actions as events at τ_t, run every event with τ in [τ_t, τ_{t+1}),
-        and return the boundary outputs. After an exception the runtime needs ``reset``."""
-        if self._status != _READY:
-            self._check_open()
-            raise RuntimeStateError(
-                f"{type(self).__name__}.step() needs reset() first"
-                + (" (the previous step failed)" if self._status == _FAILED else "")
-            )
-        spec = self.spec
-        t0 = self._step_index * spec.step_length
-        t1 = (self._step_index + 1) * spec.step_length
+    def _step(self, events: list[Event]) -> StepResult:
+        t1 = (self._step_index + 1) * self.spec.step_length
         self._status = _FAILED  # until the step completes
         self._take_snapshot()
         if self._prepares:
-            prepared = self.model.prepare_step(self.snapshot, self._step_index)
+            try:
+                prepared = self.model.prepare_step(self.snapshot, self._step_index)
+            except Exception as exc:
+                raise self._model_code_failed(exc, "prepare_step", None) from exc
             for ctx in self._contexts:
                 ctx.prepared = prepared
-        self._inject_actions(actions, t0)
+        counters = self._external_counters
+        for ev in events:
+            counters[ev[2]] += 1
+            self._push_external(ev)
         self._run(t1)
         self._step_index += 1
         result = self._outputs()
         self._status = _READY
         return result
-
-    def close(self) -> None:
-        """Release resources; the runtime cannot be used afterwards. Idempotent."""
-        self._status = _CLOSED
 
     def __enter__(self) -> Runtime:
         return self
@@ -223,6 +284,14 @@ class Runtime(ABC):
     def _check_open(self) -> None:
         if self._status == _CLOSED:
             raise RuntimeStateError(f"{type(self).__name__} is closed")
+        if self._status == _BROKEN:
+            raise RuntimeStateError(f"{type(self).__name__} is unusable: {self._broken}")
+
+    def _break(self, reason: str) -> None:
+        """The runtime cannot be used again (only ``close`` is allowed)."""
+        if self._status != _CLOSED:
+            self._status = _BROKEN
+            self._broken = reason
 
     def _private_views(self) -> tuple[StateArrays, StateArrays]:
         """``(state, snapshot)`` wrappers with their own read-only array views of the same
@@ -236,11 +305,22 @@ class Runtime(ABC):
         for name, live in self._arrays.items():
             np.copyto(self._start_arrays[name], live)
 
-    def _inject_actions(self, actions: Any, t0: float) -> None:
+    def _action_events(self, actions: Any, t0: float) -> list[Event]:
+        """The events of ``actions`` at ``t0``, checked; nothing is changed here, so a
+        rejected call leaves the runtime as it was (the counters move in ``_step``)."""
         spec = self.spec
         n = spec.n_entities
         counters = self._external_counters
-        for item in self.model.action_events(actions):
+        try:
+            items = list(self.model.action_events(actions))
+        except ModelError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"actions for model {spec.name!r} were rejected by its "
+                             f"action_events(): {type(exc).__name__}: {exc}") from exc
+        used: dict[int, int] = {}
+        events = []
+        for item in items:
             try:
                 entity, kind, payload = item
             except (TypeError, ValueError):
@@ -255,13 +335,13 @@ class Runtime(ABC):
             if k is None:
                 raise ModelError(f"action event kind {kind!r} is not a kind of model "
                                  f"{spec.name!r} {spec.kinds!r}")
-            c = counters[entity]
+            c = used.get(entity, counters[entity])
             if c >= COUNTER_LIMIT:
                 raise ModelError(f"more than {COUNTER_LIMIT} external events for entity "
                                  f"{entity} in one episode")
-            counters[entity] = c + 1
-            self._push_external(make_event(t0, (entity << ORIGIN_SHIFT) | c, entity, k,
-                                           payload))
+            used[entity] = c + 1
+            events.append(make_event(t0, (entity << ORIGIN_SHIFT) | c, entity, k, payload))
+        return events
 
     def _outputs(self) -> StepResult:
         buffers = self._output_buffers()
@@ -285,23 +365,56 @@ class Runtime(ABC):
         rewards, terms, truncs, observations, infos = buffers
         for i in positions:
             entity = agents[i]
-            out = outputs(entity, state, start)
+            try:
+                out = outputs(entity, state, start)
+            except Exception as exc:
+                err = self._model_code_failed(exc, "outputs", entity)
+                err.agent_position = i  # type: ignore[attr-defined]
+                raise err from exc
             try:
                 observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
             except (TypeError, ValueError) as exc:
-                raise ModelError(
+                err = ModelError(
                     f"outputs() of model {self.spec.name!r} for entity {entity} must return "
-                    f"(observation, reward, terminated, truncated, info); got {out!r} ({exc})"
-                ) from None
+                    f"(observation, reward, terminated, truncated, info); got "
+                    f"{_short(out)} ({exc})")
+                err.agent_position = i  # type: ignore[attr-defined]
+                self._mark_failed()
+                raise err from None
 
     def _step_result(self, buffers: tuple) -> StepResult:
         rewards, terms, truncs, observations, infos = buffers
         return StepResult(self._step_index, self._step_index * self.spec.step_length,
                           observations, rewards, terms, truncs, infos)
 
+    def _model_code_failed(self, exc: Exception, where: str,
+                           entity: int | None) -> BaseException:
+        """The error to raise when the model's ``where`` (``outputs``, ``prepare_step``)
+        raised ``exc``; marks the runtime failed."""
+        self._mark_failed()
+        if isinstance(exc, SeerError):
+            return exc
+        return ModelCodeError(model=self.spec.name, step=self._step_index, where=where,
+                              entity=entity, cause=exc)
+
+    @property
+    def _event_limit(self) -> int:
+        """``max_events_per_step`` as an int that a hot loop can compare against."""
+        limit = self.max_events_per_step
+        return _NO_LIMIT if limit is None else limit
+
+    def _step_limit_error(self, entity: int, ev: Event | None, detail: str) -> StepLimitError:
+        """The error for a step that ran more than ``max_events_per_step`` events."""
+        err = step_limit_error(self.spec.name, self.max_events_per_step, entity, ev, detail)
+        err.kind = self._kind_name(ev[3]) if ev is not None else None
+        err.step = self._step_index
+        if ev is None:
+            err.time = self.time
+        return err
+
     def _mark_failed(self) -> None:
         """The episode cannot go on: the next ``step`` needs a ``reset`` first."""
-        if self._status != _CLOSED:
+        if self._status not in (_CLOSED, _BROKEN):
             self._status = _FAILED
 
     def _raise_failure(self, exc: BaseException) -> None:
@@ -334,3 +447,40 @@ class Runtime(ABC):
     def _kind_name(self, k: int) -> str:
         return self.spec.kinds[k]
 
+
+
+_NO_LIMIT = 1 << 62
+
+
+def step_limit_error(model: str, limit: int | None, entity: int, ev: Event | None,
+                     detail: str) -> StepLimitError:
+    """A :class:`StepLimitError` (the runtime fills in the step and the kind's name)."""
+    return StepLimitError(
+        f"more than max_events_per_step={limit} events in one step ({detail}); an event loop "
+        f"that never reaches the step end? (e.g. an entity re-scheduling itself with a tiny "
+        f"delay)", model=model, entity=entity, kind=None, time=ev[0] if ev is not None else 0.0)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an observation can be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _event_limit(limit: Any) -> int | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+        raise ModelError(f"max_events_per_step must be None or an int >= 1, got {limit!r}")
+    return int(limit)
+
+
+def _seed_sequence(seed: Any) -> np.random.SeedSequence:
+    """``seed`` as a SeedSequence, or :class:`ModelError` saying what a seed may be."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+                        and seed >= 0):
+        return np.random.SeedSequence(None if seed is None else int(seed))
+    raise ModelError(f"seed must be None, a non-negative int or a numpy SeedSequence; "
+                     f"got {type(seed).__name__} {seed!r}")

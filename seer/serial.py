@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from seer.errors import IsolationError, tag_event
+from seer.errors import IsolationError, StepLimitError, tag_event
 from seer.events import Event
 from seer.model import Model
 from seer.runtime import Runtime, run_event
@@ -32,9 +32,10 @@ class SerialRuntime(Runtime):
 
     name = "serial"
 
-    def __init__(self, model: Model, *, debug: bool = False) -> None:
+    def __init__(self, model: Model, *, debug: bool = False,
+                 max_events_per_step: int | None = None) -> None:
         self._heap: list[Event] = []
-        super().__init__(model, debug=debug)
+        super().__init__(model, debug=debug, max_events_per_step=max_events_per_step)
 
     def _make_push(self, entity: int) -> Callable[[Event], Any]:
         return partial(heapq.heappush, self._heap)
@@ -58,6 +59,7 @@ class SerialRuntime(Runtime):
         pop = heapq.heappop
         contexts = self._contexts
         handlers = self._handlers
+        limit = self._event_limit
         n = 0
         ev = None
         # The dispatch of run_event(), inlined: this loop is the baseline every speed-up is
@@ -70,6 +72,11 @@ class SerialRuntime(Runtime):
                 ctx._seq = ev[1]
                 handlers[ev[3]](ctx, ev)
                 n += 1
+                if n > limit:
+                    raise self._step_limit_error(ev[2], ev, f"{n} events so far")
+        except StepLimitError:
+            self._mark_failed()
+            raise
         except BaseException as exc:
             self._raise_failure(tag_event(exc, ev))
         finally:
@@ -79,6 +86,7 @@ class SerialRuntime(Runtime):
         """The same loop, plus the isolation check after each handler."""
         heap = self._heap
         shadow = {name: a.copy() for name, a in self._arrays.items()}
+        n = 0
         while heap and heap[0][0] < t_end:
             ev = heapq.heappop(heap)
             try:
@@ -87,6 +95,10 @@ class SerialRuntime(Runtime):
             except BaseException as exc:
                 self._raise_failure(tag_event(exc, ev))
             self.events_run += 1
+            n += 1
+            if n > self._event_limit:
+                self._mark_failed()
+                raise self._step_limit_error(ev[2], ev, f"{n} events so far")
 
     def _check_isolation(self, entity: int, shadow: dict[str, np.ndarray]) -> None:
         for name, live in self._arrays.items():

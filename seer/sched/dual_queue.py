@@ -22,12 +22,15 @@ caller (no wake-up to pay for).
 from __future__ import annotations
 
 import heapq
+import math
+from collections.abc import Callable
+from functools import partial
 from types import MethodType
 from typing import ClassVar
 
 import numpy as np
 
-from seer.errors import tag_event
+from seer.errors import event_of, tag_event
 from seer.events import Event
 from seer.model import Model, StateArrays
 from seer.queues import (
@@ -40,7 +43,7 @@ from seer.queues import (
     ParallelExecutiveList,
     PelClaimer,
 )
-from seer.runtime import StepResult
+from seer.runtime import StepResult, step_limit_error
 from seer.sched.assignment import Assignment, Claimer, get_assignment
 from seer.sched.calendar import CalendarBatch
 from seer.sched.pool import WorkerStats
@@ -51,6 +54,7 @@ __all__ = ["DualQueueRuntime", "SeerRuntime", "StaticBlockRuntime", "StaticRunti
 
 _heappush = heapq.heappush
 _heappop = heapq.heappop
+_NO_FAILURE = (math.inf, 1 << 64)  # above every event key
 
 
 class WindowWorker:
@@ -63,13 +67,17 @@ class WindowWorker:
     views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
-    __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "handlers",
-                 "heads", "heaps", "leq", "output_claimer", "overflow", "push", "slab",
+    __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "failure",
+                 "failure_key", "handlers", "heads", "heaps", "leq", "limit",
+                 "output_claimer", "overflow", "push", "runtime_limit_error", "slab",
                  "snapshot", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
-                 views: tuple[StateArrays, StateArrays]) -> None:
+                 views: tuple[StateArrays, StateArrays], limit: int,
+                 limit_error: Callable[[int, Event, str], Exception]) -> None:
+        # limit_error must not be a bound method of the runtime (no cycle: see
+        # WindowedRuntime's coordinator push).
         self.heaps = leq.leqs.heaps
         self.contexts = contexts
         self.handlers = tuple(
@@ -88,25 +96,39 @@ class WindowWorker:
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
         self.push = self._push  # one bound method, made once, handed to contexts
+        self.limit = limit  # max events in one run_entities call (max_events_per_step)
+        self.runtime_limit_error = limit_error
+        # The κ-smallest failure this thread met in the current window, and its key.
+        self.failure: BaseException | None = None
+        self.failure_key: tuple[float, int] = _NO_FAILURE
 
     def run_entities(self, entities: list[int], bound: tuple[float, int]) -> None:
         """Run each claimed entity's events ``< bound`` in κ order: merge its intake into
         its heap, run the heap's prefix, list its next head in the calendar batch.
 
         This is the hot loop: the dispatch of :func:`seer.runtime.run_event` is inlined
-        (a call per event costs measurably here) and everything is in locals. An
-        exception leaves tagged with its event.
+        (a call per event costs measurably here) and everything is in locals.
 
         The intake check is a *plain* read of ``heads[e]``, safe only because of the window
         barrier: every push for ``e`` made before this window is visible (the barrier's
         lock hand-off orders it), and a push racing with this read comes from a handler of
         this window, so it carries an event at or after the bound (lookahead) and is merged
-        at the entity's next claim (``docs/design.md``, "The window barrier")."""
+        at the entity's next claim (``docs/design.md``, "The window barrier").
+
+        A handler's ``Exception`` does not stop the thread: it is recorded (the κ-smallest
+        one is kept in :attr:`failure`), the failing entity stops, and every later entity
+        runs only its events below the failure's κ. So the threads between them run every
+        event that serial stepping would run before its first failure, and the error the
+        runtime reports is that one, whatever the timing (``docs/design.md``, "Failures
+        and interrupts"). Anything else (KeyboardInterrupt) leaves at once, tagged."""
+        if self.failure_key < bound:
+            bound = self.failure_key
         heaps, contexts, handlers = self.heaps, self.contexts, self.handlers
         heads, merge, push, snapshot = self.heads, self.leq.merge, self.push, self.snapshot
         cal = self.cal
         cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
         pop = _heappop
+        limit = self.limit
         n = done = 0
         try:
             for e in entities:
@@ -126,8 +148,15 @@ class WindowWorker:
                         handlers[ev[3]](ctx, ev)
                     except BaseException as exc:
                         tag_event(exc, ev)
-                        raise
+                        if not isinstance(exc, Exception):
+                            raise
+                        bound = self._failed(exc, ev)
+                        break
                     n += 1
+                    if n > limit:
+                        bound = self._failed(self.runtime_limit_error(e, ev, "in one window"),
+                                             ev)
+                        break
                 if heap:
                     head = heap[0]
                     cal_t(head[0])
@@ -135,8 +164,17 @@ class WindowWorker:
                     cal_e(e)
                 done += 1
         finally:
+            self.cur = -1
             self.events += n
             self.stats.entities += done
+
+    def _failed(self, exc: BaseException, ev: Event) -> tuple[float, int]:
+        """Record ``exc`` from event ``ev``; return the bound for the rest of the window."""
+        key = (ev[0], ev[1])
+        if key < self.failure_key:
+            self.failure = tag_event(exc, ev)
+            self.failure_key = key
+        return self.failure_key
 
     def _push(self, ev: Event) -> None:
         target = ev[2]
@@ -175,6 +213,13 @@ class WindowWorker:
         stats.steals += self.claimer.steals
         self.claimer.steals = 0
 
+    def take_failure(self) -> BaseException | None:
+        """This window's recorded failure (cleared)."""
+        failure = self.failure
+        self.failure = None
+        self.failure_key = _NO_FAILURE
+        return failure
+
 
 class DualQueueRuntime(WindowedRuntime):
     """Windows on ``threads`` OS threads (the caller is one) over LEQs + PEL, with the work
@@ -192,11 +237,13 @@ class DualQueueRuntime(WindowedRuntime):
     default_assignment: ClassVar[str] = "steal"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
+                 max_events_per_step: int | None = None,
                  assignment: str | Assignment | None = None,
                  arena_capacity: int | None = None, atomics_path: str | None = None,
                  spin_us: float = 50.0) -> None:
         self.assignment = get_assignment(assignment or self.default_assignment)
-        super().__init__(model, threads=threads, debug=debug)
+        super().__init__(model, threads=threads, debug=debug,
+                         max_events_per_step=max_events_per_step)
         n = self.spec.n_entities
         batch = 64
         capacity = (arena_capacity or max(8192, 8 * n)) + 2 * batch * self._threads
@@ -239,7 +286,8 @@ class DualQueueRuntime(WindowedRuntime):
                          self.assignment.claimer(self._pel, i, threads, self._atomics_path),
                          self._pel.claimer(threads, path=self._atomics_path),
                          pool.stats[i], self._contexts, self._handlers,
-                         self._private_views())
+                         self._private_views(), self._event_limit,
+                         partial(step_limit_error, self.spec.name, self.max_events_per_step))
             for i in range(threads)
         ]
 
@@ -268,11 +316,15 @@ class DualQueueRuntime(WindowedRuntime):
                 self._workers[0].run_entities(ready.tolist(), bound)
             else:
                 self.assignment.publish(self._pel, ready, pool.threads, self.spec.n_entities)
-                pool.run(self._window_task, self._abort_window)
+                pool.run(self._window_task, self._abort_window,
+                         give_up_after=self._give_up_after)
         except BaseException as exc:
             self._collect()
             self._raise_failure(exc)
         self._collect()
+        failures = [f for w in self._workers if (f := w.take_failure()) is not None]
+        if failures:
+            self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))
 
     def _collect(self) -> None:
         for w in self._workers:
@@ -292,8 +344,15 @@ class DualQueueRuntime(WindowedRuntime):
                     return
                 run(items[chunk[0]:chunk[1]].tolist(), bound)
         except BaseException:
-            self._abort = True
+            self._abort = True  # Ctrl-C (handler errors are recorded, not raised)
             raise
+
+    def _stuck_at(self, index: int) -> str:
+        e = self._workers[index].cur
+        if e < 0:
+            return "outside any entity"
+        ctx = self._contexts[e]
+        return f"in entity {e}'s handler of the event at t={ctx.now!r} (seq {ctx._seq})"
 
     # -- outputs in parallel ---------------------------------------------------------------
     def _outputs(self) -> StepResult:
@@ -302,20 +361,28 @@ class DualQueueRuntime(WindowedRuntime):
         if pool.threads == 1 or len(agents) < 2 * pool.threads:
             return super()._outputs()
         self._out = self._output_buffers()
+        self._out_failures: list[tuple[int, BaseException]] = []
         self._pel.publish(self._agent_positions)
         try:
-            pool.run(self._outputs_task, self._abort_window)
+            pool.run(self._outputs_task, self._abort_window,
+                     give_up_after=self._give_up_after)
+            if self._out_failures:  # the first agent in output order, as serially
+                raise min(self._out_failures, key=lambda f: f[0])[1]
             return self._step_result(self._out)
         finally:
             self._out = None
+            self._out_failures = []
 
     def _outputs_task(self, index: int) -> None:
         w = self._workers[index]
         claimer = w.output_claimer
         claimer.reset()
         store, state, start, buffers = self._store_outputs, w.state, w.snapshot, self._out
-        while (chunk := claimer.claim()) is not None:
-            store(range(chunk[0], chunk[1]), state, start, buffers)
+        try:
+            while (chunk := claimer.claim()) is not None:
+                store(range(chunk[0], chunk[1]), state, start, buffers)
+        except Exception as exc:  # the rest of this chunk is not needed: an error is certain
+            self._out_failures.append((exc.agent_position, exc))  # list.append is atomic
 
 
 class SeerRuntime(DualQueueRuntime):

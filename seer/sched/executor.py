@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
+from seer.errors import event_of
 from seer.events import Event
 from seer.model import Model
 from seer.sched.calendar import CalendarBatch
@@ -49,8 +50,10 @@ class ExecutorRuntime(WindowedRuntime):
 
     name = "executor"
 
-    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False) -> None:
-        super().__init__(model, threads=threads, debug=debug)
+    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
+                 max_events_per_step: int | None = None) -> None:
+        super().__init__(model, threads=threads, debug=debug,
+                         max_events_per_step=max_events_per_step)
         self._inboxes: list[deque] = [deque() for _ in range(self.spec.n_entities)]
         self._bound: tuple[float, int] = (0.0, -1)
         self._executor = self._start_executor(self._threads)
@@ -75,10 +78,14 @@ class ExecutorRuntime(WindowedRuntime):
     def pending(self) -> int:
         return super().pending + sum(len(q) for q in self._inboxes)
 
-    def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch]:
+    def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch, BaseException | None]:
+        """Run a chunk of entities; a handler's ``Exception`` is recorded and later entities
+        run only below its κ (see ``WindowWorker.run_entities``), so the window's reported
+        failure is the one serial stepping meets first."""
         worker = ExecutorWorker(self._inboxes)
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
         n = 0
+        failure: BaseException | None = None
         try:
             for e in chunk:
                 if self._abort:
@@ -88,11 +95,17 @@ class ExecutorRuntime(WindowedRuntime):
                 while inbox:
                     _heappush(heap, inbox.popleft())
                 worker.cur, worker.heap = e, heap
-                n += self._run_entity(e, bound, worker.push, worker.cal)
+                try:
+                    n += self._run_entity(e, bound, worker.push, worker.cal)
+                except Exception as exc:
+                    ev = event_of(exc)
+                    if failure is None or ev[:2] < event_of(failure)[:2]:
+                        failure = exc
+                    bound = (ev[0], ev[1])
         except BaseException:
-            self._abort = True  # stop the other chunks of this window early
+            self._abort = True  # Ctrl-C: stop the other chunks of this window early
             raise
-        return n, worker.cal
+        return n, worker.cal, failure
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
@@ -114,6 +127,11 @@ class ExecutorRuntime(WindowedRuntime):
             if exc is not None:
                 self._raise_failure(exc)
         calendar = self._calendar
-        for n, cal in (f.result() for f in futures):
+        failures = []
+        for n, cal, failure in (f.result() for f in futures):
             self.events_run += n
             calendar.extend(cal)
+            if failure is not None:
+                failures.append(failure)
+        if failures:
+            self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))

@@ -19,8 +19,10 @@ from __future__ import annotations
 import heapq
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from seer.errors import tag_event
 from seer.events import Event
 from seer.model import Model
 from seer.runtime import run_event
@@ -59,10 +61,14 @@ class GlobalQueueRuntime(ThreadedRuntime):
     name = "global"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
-                 spin_us: float = 50.0) -> None:
-        self._global: list[Event] = []
+                 max_events_per_step: int | None = None, spin_us: float = 50.0) -> None:
+        global_heap: list[Event] = []
+        self._global = global_heap
         self._lock = threading.Lock()
-        super().__init__(model, threads=threads, debug=debug)
+        # A bound function of the heap, not of the runtime: see WindowedRuntime.
+        self._coordinator_push = partial(heapq.heappush, global_heap)
+        super().__init__(model, threads=threads, debug=debug,
+                         max_events_per_step=max_events_per_step)
         n = self.spec.n_entities
         self._owner = [False] * n
         self._deferred: list[list[Event]] = [[] for _ in range(n)]
@@ -84,9 +90,6 @@ class GlobalQueueRuntime(ThreadedRuntime):
     def _make_push(self, entity: int) -> Callable[[Event], Any]:
         return self._coordinator_push
 
-    def _coordinator_push(self, ev: Event) -> None:
-        heapq.heappush(self._global, ev)
-
     def _push_external(self, event: Event) -> None:
         heapq.heappush(self._global, event)
 
@@ -107,14 +110,17 @@ class GlobalQueueRuntime(ThreadedRuntime):
         g = self._global
         lookahead = self.spec.lookahead
         pool = self._pool
+        limit = self.events_run + self._event_limit
         while g and g[0][0] < t_end:
-            self._bound[0] = window_bound(g[0][0], g[0][1], t_end, lookahead)
+            head = g[0]
+            self._bound[0] = window_bound(head[0], head[1], t_end, lookahead)
             self._abort = False
             try:
                 if pool.threads == 1:
                     self._window_task(0)
                 else:
-                    pool.run(self._window_task, self._abort_window)
+                    pool.run(self._window_task, self._abort_window,
+                             give_up_after=self._give_up_after)
             except BaseException as exc:
                 self._raise_failure(exc)
             finally:
@@ -125,13 +131,20 @@ class GlobalQueueRuntime(ThreadedRuntime):
             self.windows_run += 1
             if self._interrupted:
                 raise KeyboardInterrupt
+            if self.events_run > limit:
+                self._mark_failed()
+                raise self._step_limit_error(head[2], None, f"window at t={head[0]!r}")
 
     def _window_task(self, index: int) -> None:
+        """Pop and run events ``< B`` until none is left. A handler's ``Exception`` stops
+        only this thread: the others finish the window, so that the failure with the
+        smallest κ (the one serial stepping meets first) is among those reported."""
         w = self._workers[index]
         g, lock, owner, deferred = self._global, self._lock, self._owner, self._deferred
         bound = self._bound[0]
         contexts, handlers = self._contexts, self._handlers
         pop, push = heapq.heappop, heapq.heappush
+        limit = self._event_limit
         try:
             while not self._abort:
                 with lock:
@@ -150,6 +163,8 @@ class GlobalQueueRuntime(ThreadedRuntime):
                 while True:
                     run_event(handlers, ctx, ev)
                     w.events += 1
+                    if w.events > limit:
+                        raise tag_event(self._step_limit_error(e, ev, "in one window"), ev)
                     with lock:
                         if mine and (not g or mine[0] < g[0]):
                             ev = pop(mine)
@@ -159,6 +174,14 @@ class GlobalQueueRuntime(ThreadedRuntime):
                         owner[e] = False
                         w.cur = -1
                         break
-        except BaseException:
-            self._abort = True
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                self._abort = True  # Ctrl-C: everyone stops
             raise
+
+    def _stuck_at(self, index: int) -> str:
+        e = self._workers[index].cur
+        if e < 0:
+            return "outside any entity"
+        ctx = self._contexts[e]
+        return f"in entity {e}'s handler of the event at t={ctx.now!r} (seq {ctx._seq})"

@@ -97,6 +97,10 @@ class WorkerPool:
         self._closed = False
         self._spin = 0
         self.stats: list[WorkerStats] = [WorkerStats()]
+        # _inside[i]: worker i is inside a task (each worker writes only its own slot).
+        self._inside: list[bool] = [False]
+        #: Workers given up on by ``run`` after repeated Ctrl-C: ``(index, thread name)``.
+        self.stuck: list[tuple[int, str]] = []
         _live_pools.add(self)
         self.resize(threads)
 
@@ -117,8 +121,7 @@ class WorkerPool:
         through the runtime (``ThreadedRuntime.resize``), which also re-plans its workers."""
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be an int >= 1, got {threads!r}")
-        if self._closed:
-            raise RuntimeError(f"pool {self.name!r} is closed")
+        self._check_usable()
         if threads < self._size:
             with self._cond:
                 self._size = threads  # workers with index >= size exit when woken
@@ -127,9 +130,11 @@ class WorkerPool:
                 t.join()
             del self._threads[threads - 1:]
             del self.stats[threads:]
+            del self._inside[threads:]
         while self._size < threads:
             index = self._size
             self.stats.append(WorkerStats())
+            self._inside.append(False)
             t = threading.Thread(target=self._worker, args=(index, self._published[0]),
                                  name=f"{self.name}-worker-{index}", daemon=True)
             self._threads.append(t)
@@ -166,6 +171,7 @@ class WorkerPool:
             t0 = time.perf_counter()
             c0 = time.thread_time()
             stats.idle_s += t0 - t_idle
+            self._inside[index] = True
             try:
                 task(index)
             except BaseException as exc:
@@ -173,6 +179,7 @@ class WorkerPool:
                     self._errors.append((index, exc))
             finally:
                 task = None
+                self._inside[index] = False
                 stats.cpu_s += time.thread_time() - c0
                 stats.busy_s += time.perf_counter() - t0
                 stats.tasks += 1
@@ -181,22 +188,29 @@ class WorkerPool:
                     if self._pending == 0:
                         cond.notify_all()
 
-    def run(self, task: Callable[[int], None],
-            abort: Callable[[], None] | None = None) -> None:
+    def run(self, task: Callable[[int], None], abort: Callable[[], None] | None = None,
+            *, give_up_after: int = 2) -> None:
         """Run ``task(i)`` on every thread ``i`` (the caller is 0) and wait for all.
 
-        If any call raised, the first exception (the caller's, else the lowest-index
-        worker's) is re-raised here after every worker has finished. If the caller's part
-        raises or is interrupted (KeyboardInterrupt), ``abort()`` is called so that the
-        workers can stop early, and ``run`` still waits for them before propagating: no
-        worker is left running a task."""
-        if self._closed:
-            raise RuntimeError(f"pool {self.name!r} is closed")
+        If any call raised, the exception tagged with the smallest event κ (see
+        :func:`_error_order`; untagged ones after tagged ones, then by thread index) is
+        re-raised here after every worker has finished, so that which error is reported
+        does not depend on timing. If the caller's part raises, ``abort()`` is called so that
+        the workers stop early, and ``run`` still waits for them before propagating; a
+        KeyboardInterrupt (any non-``Exception``) on the caller takes precedence.
+
+        Waiting is interrupted only by the user insisting: after ``give_up_after``
+        KeyboardInterrupts while waiting, ``run`` stops waiting for workers that have not
+        come back (a handler that never returns), lists them in :attr:`stuck`, marks the
+        pool unusable and re-raises. Python cannot stop a thread; the stuck ones are daemon
+        threads, so the process can still exit."""
+        self._check_usable()
         cond = self._cond
         stats = self.stats[0]
         t0 = time.perf_counter()
         c0 = time.thread_time()
         generation = self._published[0] + 1
+        caller_error: BaseException | None = None
         try:
             with cond:
                 self._errors.clear()
@@ -204,27 +218,35 @@ class WorkerPool:
                 self._publish(task)  # makes `generation` current
             try:
                 task(0)
-            except BaseException:
+            except BaseException as exc:
+                caller_error = exc
                 if abort is not None:
                     abort()
-                raise
         finally:
             t1 = time.perf_counter()
-            self._wait_all(generation, abort)
+            self._wait_all(generation, abort, give_up_after)
             stats.cpu_s += time.thread_time() - c0
             stats.busy_s += t1 - t0
             stats.idle_s += time.perf_counter() - t1
             stats.tasks += 1
             self._published = (self._published[0], None)  # drop the task's references
-        if self._errors:
-            raise min(self._errors, key=_error_order)[1]
+        if caller_error is not None and not isinstance(caller_error, Exception):
+            raise caller_error
+        errors = self._errors
+        if caller_error is not None:
+            errors.append((0, caller_error))
+        if errors:
+            raise min(errors, key=_error_order)[1]
 
-    def _wait_all(self, generation: int, abort: Callable[[], None] | None) -> None:
+    def _wait_all(self, generation: int, abort: Callable[[], None] | None,
+                  give_up_after: int) -> None:
         """Return only when no worker is inside task ``generation``, even if interrupted
-        meanwhile (the interrupt is re-raised afterwards). If the caller was interrupted
-        before it published the task, there is nothing to wait for."""
+        meanwhile (the interrupt is re-raised afterwards), unless interrupted
+        ``give_up_after`` times (see :meth:`run`). If the caller was interrupted before it
+        published the task, there is nothing to wait for."""
         cond = self._cond
         interrupted: BaseException | None = None
+        interrupts = 0
         spin_until = time.perf_counter_ns() + self._spin
         while True:
             try:
@@ -239,11 +261,27 @@ class WorkerPool:
                 break
             except KeyboardInterrupt as exc:  # keep waiting: workers must not be left running
                 interrupted = exc
+                interrupts += 1
                 spin_until = 0
                 if abort is not None:
                     abort()
+                if interrupts >= give_up_after:
+                    self._give_up()
+                    break
         if interrupted is not None:
             raise interrupted
+
+    def _give_up(self) -> None:
+        """Stop waiting for the workers still inside the task: they are abandoned."""
+        self.stuck = [(i, self._threads[i - 1].name) for i in range(1, self._size)
+                      if self._inside[i]]
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"pool {self.name!r} is closed")
+        if self.stuck:
+            raise RuntimeError(f"pool {self.name!r} is unusable: threads "
+                               f"{[name for _, name in self.stuck]} did not come back")
 
     @property
     def busy(self) -> int:
@@ -257,8 +295,9 @@ class WorkerPool:
         with self._cond:
             self._closed = True
             self._publish(None)
+        abandoned = {name for _, name in self.stuck}  # never joined: they may never return
         for t in self._threads:
-            if t is not threading.current_thread():
+            if t is not threading.current_thread() and t.name not in abandoned:
                 t.join()
         self._threads.clear()
 

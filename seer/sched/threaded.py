@@ -49,17 +49,19 @@ class ThreadedRuntime(Runtime):
     """Base of the runtimes that run a step on ``threads`` OS threads (the caller is one
     of them); see the module docstring."""
 
-    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False) -> None:
+    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
+                 max_events_per_step: int | None = None) -> None:
         self._threads = validate_threads(threads)
         if debug:
             raise ModelError(f"debug mode (isolation checks) is only available in "
                              f"SerialRuntime; {type(self).__name__} would race on them")
         self._abort = False
         self._interrupted = False
+        self._give_up_after = 2
         self._pool: WorkerPool | None = None
         self._finalizer: weakref.finalize | None = None
         self.windows_run = 0
-        super().__init__(model, debug=False)
+        super().__init__(model, debug=False, max_events_per_step=max_events_per_step)
         warn_if_gil_enabled(threads)
 
     # -- threads -------------------------------------------------------------------------
@@ -97,20 +99,21 @@ class ThreadedRuntime(Runtime):
         return [s.as_dict() for s in self._pool.stats] if self._pool is not None else []
 
     def resize(self, threads: int) -> None:
-        """Change the thread count between steps (results do not depend on it)."""
-        self._check_open()
-        threads = validate_threads(threads)
-        self._resize_threads(threads)
-        self._threads = threads
+        """Change the thread count between steps (results do not depend on it). Refused
+        like any operation while another thread is inside ``reset``/``step``."""
+        with self._operation("resize"):
+            self._check_open()
+            threads = validate_threads(threads)
+            self._resize_threads(threads)
+            self._threads = threads
 
     def _resize_threads(self, threads: int) -> None:
         """Grow or shrink this runtime's threads to ``threads``."""
         raise NotImplementedError
 
-    def close(self) -> None:
+    def _release(self) -> None:
         if self._finalizer is not None:
             self._finalizer()
-        super().close()
 
     def stats_labels(self) -> dict[str, str]:
         """Names that describe this runtime (in ``stats`` and in thread names)."""
@@ -126,24 +129,38 @@ class ThreadedRuntime(Runtime):
         """Ask the threads running the current window to stop after their current chunk."""
         self._abort = True
 
-    def step(self, actions: Any = None) -> Any:
-        """As :meth:`Runtime.step`; Ctrl-C stops the threads at a safe point and then
-        raises KeyboardInterrupt (see :mod:`seer.sched.interrupts`)."""
-        return self._deferring_interrupts(super().step, actions)
-
-    def reset(self, seed: Any = None) -> Any:
-        """As :meth:`Runtime.reset`, with Ctrl-C deferred like in :meth:`step`."""
-        self.windows_run = 0
-        return self._deferring_interrupts(super().reset, seed)
-
-    def _deferring_interrupts(self, operation: Callable[[Any], Any], arg: Any) -> Any:
+    def _guarded(self, operation: Callable[[Any], Any], arg: Any) -> Any:
+        """Run a reset or step with Ctrl-C deferred to a safe point (see
+        :mod:`seer.sched.interrupts`): the first Ctrl-C stops the threads after their
+        current chunk and then raises KeyboardInterrupt; a second one stops waiting for
+        threads that do not come back, and the runtime becomes unusable (see
+        :meth:`_abandon`)."""
         self._interrupted = False
         try:
-            with deferred_interrupt(self._on_interrupt):
+            with deferred_interrupt(self._on_interrupt) as deferral:
+                # With the deferral active, the first KeyboardInterrupt the pool sees is
+                # already the user's second Ctrl-C.
+                self._give_up_after = 1 if deferral.active else 2
                 return operation(arg)
         except KeyboardInterrupt:
             self._mark_failed()  # even if the operation had finished: reset before going on
+            if self._pool is not None and self._pool.stuck:
+                self._abandon(self._pool.stuck)
             raise
+
+    def _reset(self, seq: Any) -> Any:
+        self.windows_run = 0
+        return super()._reset(seq)
+
+    def _abandon(self, stuck: list[tuple[int, str]]) -> None:
+        """Mark the runtime unusable because threads ``stuck`` never came back."""
+        where = "; ".join(f"thread {name!r} {self._stuck_at(index)}" for index, name in stuck)
+        self._break(f"threads did not come back from a handler after Ctrl-C ({where}); "
+                    "Python cannot stop a thread: fix the handler and build a new runtime")
+
+    def _stuck_at(self, index: int) -> str:
+        """Where thread ``index`` is (subclasses that know name the entity and event)."""
+        return "in a handler"
 
     def _on_interrupt(self) -> None:
         self._interrupted = True

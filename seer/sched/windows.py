@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from seer.errors import tag_event
 from seer.events import DEPTH_SHIFT, Event
 from seer.model import Model
 from seer.runtime import run_event
@@ -63,19 +64,28 @@ class WindowedRuntime(ThreadedRuntime):
     """Base of the runtimes that keep per-entity heaps and run conservative windows of
     ready entities; see the module docstring. Subclasses implement :meth:`_run_window`."""
 
-    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False) -> None:
+    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
+                 max_events_per_step: int | None = None) -> None:
         n = model.n_entities if isinstance(model, Model) else 0
-        self._heaps: list[list[Event]] = [[] for _ in range(n)]
-        self._calendar = Calendar(n)
-        super().__init__(model, threads=threads, debug=debug)
+        heaps: list[list[Event]] = [[] for _ in range(n)]
+        calendar = Calendar(n)
+
+        def coordinator_push(ev: Event) -> None:
+            _heappush(heaps[ev[2]], ev)
+            calendar.add(ev[0], ev[1], ev[2])
+
+        self._heaps = heaps
+        self._calendar = calendar
+        # A closure, not a bound method: contexts keep it, and a bound method would tie the
+        # runtime into a reference cycle that only the garbage collector could break (its
+        # threads would outlive a dropped runtime until then).
+        self._coordinator_push = coordinator_push
+        super().__init__(model, threads=threads, debug=debug,
+                         max_events_per_step=max_events_per_step)
 
     # -- coordinator-side event placement (between windows, single-threaded) ----------------
     def _make_push(self, entity: int) -> Callable[[Event], Any]:
         return self._coordinator_push
-
-    def _coordinator_push(self, ev: Event) -> None:
-        _heappush(self._heaps[ev[2]], ev)
-        self._calendar.add(ev[0], ev[1], ev[2])
 
     def _push_external(self, event: Event) -> None:
         self._coordinator_push(event)
@@ -96,12 +106,18 @@ class WindowedRuntime(ThreadedRuntime):
     def _run(self, t_end: float) -> None:
         calendar = self._calendar
         lookahead = self.spec.lookahead
+        limit = self.events_run + self._event_limit
         while (head := calendar.head()) is not None and head[0] < t_end:
             bound = window_bound(head[0], head[1], t_end, lookahead)
-            self._run_window(calendar.pop_ready(bound), bound)
+            ready = calendar.pop_ready(bound)
+            self._run_window(ready, bound)
             self.windows_run += 1
             if self._interrupted:
                 raise KeyboardInterrupt
+            if self.events_run > limit:
+                self._mark_failed()
+                raise self._step_limit_error(int(ready[0]), None, f"window at t={head[0]!r} "
+                                             f"with {len(ready)} ready entities")
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         """Run every entity in ``ready`` (distinct ids) on its events ``< bound``, and
@@ -118,10 +134,14 @@ class WindowedRuntime(ThreadedRuntime):
         ctx._push = push
         handlers = self._handlers
         pop = heapq.heappop
+        limit = self._event_limit
         n = 0
         while heap and heap[0] < bound:
-            run_event(handlers, ctx, pop(heap))
+            ev = pop(heap)
+            run_event(handlers, ctx, ev)
             n += 1
+            if n > limit:
+                raise tag_event(self._step_limit_error(e, ev, "in one window"), ev)
         if heap:
             head = heap[0]
             calendar_out.add(head[0], head[1], e)

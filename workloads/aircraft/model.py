@@ -185,6 +185,22 @@ class Aircraft(seer.Model):
         return idx[idx != me]
 
     # -- handlers -----------------------------------------------------------------------------
+    def action_events(self, actions: Any) -> list[tuple[int, Any, Any]]:
+        """As :meth:`seer.Model.action_events`; each action must be two finite numbers
+        ``(turn, throttle)`` (values outside [-1, 1] are clipped by the handler). NaN or inf
+        would poison the UAV's state for the rest of the episode, so it is refused here,
+        before anything runs, with the UAV named."""
+        events = super().action_events(actions)
+        for entity, _, action in events:
+            try:
+                pair = np.asarray(action, np.float64)
+            except (TypeError, ValueError):
+                pair = None
+            if pair is None or pair.shape != (2,) or not np.isfinite(pair).all():
+                raise ModelError(f"Aircraft action for UAV {entity} must be two finite "
+                                 f"numbers (turn, throttle), got {action!r}")
+        return events
+
     def on_act(self, ctx: seer.Context, event: Any) -> None:
         row, snap, e = ctx.row, ctx.snapshot, ctx.id
         pos = row.pos.copy()

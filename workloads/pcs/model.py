@@ -211,6 +211,21 @@ class PCS(seer.Model):
             self._next_arrival(ctx)
             self._next_move(ctx)
 
+    #: Actions are reserves in ``range(RESERVE_CHOICES)`` (the action space).
+    RESERVE_CHOICES = 4
+
+    def action_events(self, actions: Any) -> list[tuple[int, Any, Any]]:
+        """As :meth:`seer.Model.action_events`; each action must be an integer reserve in
+        ``range(RESERVE_CHOICES)`` (the action space), refused with the cell named
+        otherwise, before anything runs."""
+        events = super().action_events(actions)
+        for entity, _, action in events:
+            if isinstance(action, bool) or not isinstance(action, (int, np.integer)) \
+                    or not 0 <= action < self.RESERVE_CHOICES:
+                raise ModelError(f"PCS action for cell {entity} must be an int reserve in "
+                                 f"0..{self.RESERVE_CHOICES - 1}, got {action!r}")
+        return events
+
     def on_recheck(self, ctx: seer.Context, event: Any) -> None:
         row = ctx.row
         row.reserve = int(np.clip(event.payload, 0, self.channels - 1))
@@ -257,7 +272,7 @@ class PCS(seer.Model):
     def action_space(self, entity: int) -> Any:
         from gymnasium import spaces
 
-        return spaces.Discrete(4)  # channels held back for handoffs
+        return spaces.Discrete(self.RESERVE_CHOICES)  # channels held back for handoffs
 
     def render_frame(self, ax: Any, state: seer.StateArrays) -> None:
         """Heat map of channel occupancy."""
