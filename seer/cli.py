@@ -10,15 +10,7 @@ import time
 from collections.abc import Sequence
 
 import seer
-
-#: Distributions reported by ``seer info``: the core dependencies, then the extras.
-REPORTED_PACKAGES = (
-    "numpy", "atomics", "cffi",
-    "torch", "xgboost",
-    "pettingzoo", "gymnasium",
-    "pyperf", "matplotlib", "tqdm",
-    "pytest", "pytest-benchmark", "hypothesis",
-)
+from seer.platform import PACKAGES
 
 
 def interpreter_facts() -> dict[str, str]:
@@ -32,7 +24,7 @@ def interpreter_facts() -> dict[str, str]:
         "cores available": str(seer.cpu_count()),
         "platform": platform.platform(),
     }
-    for name in REPORTED_PACKAGES:
+    for name, _module in PACKAGES:  # distributions: versions come from their metadata
         try:
             facts[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

@@ -2,7 +2,9 @@
 
 SEER only pays off on a free-threaded CPython (3.14t) with the GIL actually disabled: a
 free-threaded build re-enables the GIL at run time when an extension module that does not
-declare free-threading support is imported, or when ``PYTHON_GIL=1`` is set.
+declare free-threading support is imported, or when ``PYTHON_GIL=1`` is set. On an
+ordinary GIL build (Python >= 3.11) everything still runs and gives the same results; the
+few standard-library calls that differ between those versions are wrapped here.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import sys
 import sysconfig
 import threading
 import warnings
+from multiprocessing import shared_memory
 
 __all__ = [
     "EXTRA_MODULES",
+    "PACKAGES",
     "GILWarning",
+    "attach_shared_memory",
     "cpu_count",
+    "create_shared_memory",
     "free_threaded_build",
     "gil_disabled",
     "import_and_check_gil",
@@ -75,19 +81,39 @@ def warn_if_gil_enabled(threads: int) -> bool:
                 f"SEER was asked for {threads} threads but the GIL is enabled: {why}. "
                 "Results are still exact, but there will be no speed-up over 1 thread.",
                 GILWarning,
-                stacklevel=3,
+                stacklevel=_caller_outside_seer(),
             )
     return True
 
 
-#: Third-party modules the project and its extras import; all must keep the GIL disabled.
-EXTRA_MODULES = (
-    "numpy", "atomics", "cffi",
-    "torch", "xgboost",
-    "pettingzoo", "gymnasium",
-    "pyperf", "matplotlib", "tqdm",
-    "pytest", "pytest_benchmark", "pytest_timeout", "pytest_run_parallel", "hypothesis",
+def _caller_outside_seer() -> int:
+    """The ``stacklevel`` that makes a warning from a caller of this function point at the
+    first frame outside the ``seer`` package (the user's code), however deep the runtime's
+    constructors are."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(2)  # the caller of the function that warns
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+#: Third-party packages of the project and its extras, core dependencies first, as
+#: ``(distribution, import name)``: ``seer info`` reports the distributions' versions, and
+#: the test suite's GIL guard imports the modules (none may re-enable the GIL).
+PACKAGES = (
+    ("numpy", "numpy"), ("atomics", "atomics"), ("cffi", "cffi"),
+    ("torch", "torch"), ("xgboost", "xgboost"),
+    ("pettingzoo", "pettingzoo"), ("gymnasium", "gymnasium"),
+    ("pyperf", "pyperf"), ("matplotlib", "matplotlib"), ("tqdm", "tqdm"),
+    ("pytest", "pytest"), ("pytest-benchmark", "pytest_benchmark"),
+    ("pytest-timeout", "pytest_timeout"), ("pytest-run-parallel", "pytest_run_parallel"),
+    ("hypothesis", "hypothesis"),
 )
+
+#: The import names of :data:`PACKAGES`.
+EXTRA_MODULES = tuple(module for _distribution, module in PACKAGES)
 
 
 def project_modules() -> list[str]:
@@ -127,3 +153,34 @@ def import_and_check_gil(modules: tuple[str, ...] | list[str]) -> tuple[list[str
         if was_disabled and not reenabled and is_enabled():
             reenabled.append(name)
     return missing, reenabled
+
+
+# Names of the shared-memory blocks this process created, so that attaching to one of them
+# again (before Python 3.13) leaves its resource-tracker registration in place.
+_created_here: set[str] = set()
+
+
+def create_shared_memory(size: int) -> shared_memory.SharedMemory:
+    """A new ``multiprocessing.shared_memory`` block of ``size`` bytes under a fresh name;
+    the caller closes and unlinks it. Use it with :func:`attach_shared_memory`."""
+    shm = shared_memory.SharedMemory(create=True, size=size)
+    _created_here.add(shm.name)
+    return shm
+
+
+def attach_shared_memory(name: str) -> shared_memory.SharedMemory:
+    """Attach to the existing block ``name`` without letting this process unlink it at
+    exit: the creating process owns the block. The caller only closes it.
+
+    Python >= 3.13 says so with ``track=False``. Before 3.13 attaching registers the block
+    with this process's resource tracker, which would unlink it when this process exits
+    (gh-82300), so the registration is withdrawn again, unless this process created the
+    block with :func:`create_shared_memory` (then it is the creator's, and stays)."""
+    if sys.version_info >= (3, 13):
+        return shared_memory.SharedMemory(name=name, track=False)
+    from multiprocessing import resource_tracker
+
+    shm = shared_memory.SharedMemory(name=name)
+    if shm.name not in _created_here:
+        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
+    return shm

@@ -28,7 +28,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         problems.append(f"{sys.executable} is not a free-threaded build (need python3.14t)")
     if reenabled:
         problems.append(f"importing {reenabled[0]!r} re-enabled the GIL")
-    elif sys._is_gil_enabled():
+    elif not seer_platform.gil_disabled():  # sys._is_gil_enabled is 3.13+
         problems.append("the GIL is enabled (PYTHON_GIL=1 or a plugin import?)")
     if missing:
         problems.append("could not import: " + "; ".join(missing))

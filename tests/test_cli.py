@@ -5,6 +5,7 @@ from pathlib import Path
 
 import seer
 from seer import cli
+from seer.platform import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +25,8 @@ def test_info_prints_interpreter_gil_cores_and_packages(capsys):
     assert re.search(r"GIL\s+(disabled|ENABLED)", out)
     assert re.search(rf"cores available\s+{seer.cpu_count()}\b", out)
     assert re.search(r"numpy\s+\d", out) and re.search(r"atomics\s+1\.0\.3", out)
+    for distribution, _module in PACKAGES:
+        assert re.search(rf"^{re.escape(distribution)}\s+(\d|not installed)", out, re.M)
 
 
 def test_demo_runs_and_checks_identical_outputs(capsys):

@@ -1,7 +1,12 @@
+import importlib.metadata
+import importlib.util
+import re
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -39,10 +44,61 @@ def test_project_modules_are_all_listed():
         assert expected in names
 
 
+def test_packages_table_covers_every_dependency_and_extra():
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for extra, reqs in project["optional-dependencies"].items():
+        if extra != "all":
+            requirements += reqs
+    declared = {re.match(r"[A-Za-z0-9._-]+", r).group().lower().replace("_", "-")
+                for r in requirements}
+    declared.remove("ruff")  # a command-line tool: never imported, so not in the table
+    listed = [distribution for distribution, _module in platform.PACKAGES]
+    assert sorted(listed) == sorted(declared)
+    assert tuple(module for _d, module in platform.PACKAGES) == platform.EXTRA_MODULES
+
+
+def test_each_installed_distribution_provides_its_module():
+    for distribution, module in platform.PACKAGES:
+        try:
+            importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        assert importlib.util.find_spec(module) is not None, (distribution, module)
+
+
 def test_import_check_reports_missing_modules():
     missing, reenabled = platform.import_and_check_gil(["json", "no_such_module_xyz"])
     assert reenabled == []
     assert missing and missing[0].startswith("no_such_module_xyz")
+
+
+ATTACH = """
+import sys
+from seer import platform
+block = platform.attach_shared_memory(sys.argv[1])
+block.buf[1] = block.buf[0] + 1
+block.close()
+"""
+
+
+def test_a_process_that_attaches_leaves_the_block_to_its_creator():
+    # Before 3.13 an attaching process's resource tracker unlinked the block at exit.
+    block = platform.create_shared_memory(64)
+    try:
+        block.buf[0] = 7
+        # capture_output: run() returns only when the child's resource tracker (which
+        # shares its stderr) has exited too, so any unlinking has happened by then.
+        out = subprocess.run([sys.executable, "-c", ATTACH, block.name], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "leaked" not in out.stderr
+        again = platform.attach_shared_memory(block.name)  # still there
+        assert bytes(again.buf[:2]) == bytes([7, 8])
+        again.close()
+    finally:
+        block.close()
+        block.unlink()
 
 
 @pytest.mark.skipif(not seer.free_threaded_build(), reason="needs a free-threaded build")

@@ -45,6 +45,8 @@ from typing import Protocol
 
 import numpy as np
 
+from seer.platform import attach_shared_memory, create_shared_memory
+
 __all__ = [
     "AtomicWords",
     "FastAccessor",
@@ -97,11 +99,11 @@ class AtomicWords:
         """Words in a new (``name=None``) or existing ``multiprocessing.shared_memory``
         block. The caller owns the returned block: close it (and unlink it, if created)."""
         if name is None:
-            shm = shared_memory.SharedMemory(create=True, size=8 * n)
+            shm = create_shared_memory(8 * n)
             np.ndarray((n,), np.int64, buffer=shm.buf)[:] = 0
         else:
-            # track=False: an attaching process must not unlink the block when it exits.
-            shm = shared_memory.SharedMemory(name=name, track=False)
+            # Untracked: an attaching process must not unlink the block when it exits.
+            shm = attach_shared_memory(name)
         return cls(n, buffer=shm.buf), shm
 
     def accessor(self, path: str | None = None) -> WordAccessor:

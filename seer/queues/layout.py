@@ -12,6 +12,8 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from seer.platform import attach_shared_memory, create_shared_memory
+
 __all__ = ["BufferLayout", "Region"]
 
 _ALIGN = 64  # a cache line: regions written by different threads do not share one
@@ -56,14 +58,14 @@ class BufferLayout:
         """A new zero-filled shared-memory block (``name=None``: a fresh name), or attach to
         the existing block ``name``. The caller closes (and unlinks) it."""
         if name is not None:
-            # track=False: an attaching process must not unlink the block when it exits.
-            shm = shared_memory.SharedMemory(name=name, track=False)
+            # Untracked: an attaching process must not unlink the block when it exits.
+            shm = attach_shared_memory(name)
             if shm.size < self.nbytes:
                 size = shm.size
                 shm.close()
                 raise ValueError(f"shared memory block {name!r} has {size} bytes; this "
                                  f"layout needs {self.nbytes}")
             return shm
-        shm = shared_memory.SharedMemory(create=True, size=self.nbytes)
+        shm = create_shared_memory(self.nbytes)
         np.ndarray((self.nbytes,), np.uint8, buffer=shm.buf)[:] = 0
         return shm

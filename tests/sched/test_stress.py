@@ -147,8 +147,10 @@ def test_gil_build_warns_once(monkeypatch):
 
     monkeypatch.setattr(platform, "gil_disabled", lambda: False)
     monkeypatch.setattr(platform, "_warned", False)
-    with pytest.warns(seer.GILWarning, match="asked for 2 threads but the GIL is enabled"):
+    with pytest.warns(seer.GILWarning, match="asked for 2 threads but the GIL is enabled") \
+            as caught:
         seer.make_runtime(RandomModel(5), "seer", threads=2).close()
+    assert caught[0].filename == __file__  # points at the user's call, not into seer
 
 
 def test_worker_stats_are_counted():
