@@ -57,9 +57,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"\ndemo: {model.name}, {args.steps} steps, serial vs SEER({args.threads} threads)")
     runs = {}
     outputs = {}
-    for label, kind, threads in (("serial", "serial", 1), (f"seer({args.threads})", "seer",
+    for label, name, threads in (("serial", "serial", 1), (f"seer({args.threads})", "seer",
                                                             args.threads)):
-        runtime = seer.make_runtime(model, kind, threads=threads)
+        runtime = seer.make_runtime(model, name, threads=threads)
         outs = [runtime.reset(seed=args.seed)]
         start = time.perf_counter()
         for t in tqdm(range(args.steps), desc=f"{label:>9}", unit="step"):

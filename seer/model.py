@@ -403,68 +403,69 @@ class Context:
             target = self._as_target(target, kind)
         if target != self.id:
             if not 0 <= target < self._n:
-                self._fail(UnknownTargetError, f"event addressed to entity {target}, outside "
-                           f"range({self._n})", target=target, delay=delay, emit_kind=kind)
+                raise self._error(UnknownTargetError, f"event addressed to entity {target}, "
+                                  f"outside range({self._n})", target=target, delay=delay,
+                                  emit_kind=kind)
             if delay < self._lookahead:
-                self._fail(LookaheadError, f"lookahead violation: event to entity {target} with "
-                           f"delay {delay!r} < lookahead {self._lookahead!r} (would arrive at "
-                           f"t={now + delay!r})", target=target, delay=delay, emit_kind=kind)
+                raise self._error(LookaheadError, f"lookahead violation: event to entity "
+                                  f"{target} with delay {delay!r} < lookahead "
+                                  f"{self._lookahead!r} (would arrive at t={now + delay!r})",
+                                  target=target, delay=delay, emit_kind=kind)
             self._cross += 1
         try:
             k = self._kind_ids[kind]
         except (KeyError, TypeError):
-            self._fail(UnknownKindError, f"emitted unknown event kind {kind!r}; model kinds are "
-                       f"{self._kinds!r}", target=target, delay=delay, emit_kind=kind)
+            raise self._error(UnknownKindError, f"emitted unknown event kind {kind!r}; model "
+                              f"kinds are {self._kinds!r}", target=target, delay=delay,
+                              emit_kind=kind) from None
         c = self._counter
         if c >= COUNTER_LIMIT:
-            self._fail(CausalityError, f"entity emitted more than {COUNTER_LIMIT} events this "
-                       "episode; sequence numbers would repeat", target=target, delay=delay,
-                       emit_kind=kind)
+            raise self._error(CausalityError, f"entity emitted more than {COUNTER_LIMIT} events "
+                              "this episode; sequence numbers would repeat", target=target,
+                              delay=delay, emit_kind=kind)
         self._counter = c + 1
         tau = now + delay
         if tau == now:
             depth = (self._seq >> DEPTH_SHIFT) + 1
             if depth >= DEPTH_LIMIT:
-                self._fail(CausalityError, f"zero-delay chain deeper than {DEPTH_LIMIT - 1} "
-                           f"events at t={now!r} (a zero-delay loop?)", target=target,
-                           delay=delay, emit_kind=kind)
+                raise self._error(CausalityError, f"zero-delay chain deeper than "
+                                  f"{DEPTH_LIMIT - 1} events at t={now!r} (a zero-delay "
+                                  f"loop?)", target=target, delay=delay, emit_kind=kind)
             seq = (depth << DEPTH_SHIFT) | self._origin_bits | c
         else:
             seq = self._origin_bits | c
         self._push(_tuple_new(Event, (tau, seq, target, k, payload)))
 
     # -- slow paths ---------------------------------------------------------------------
-    def _fail(self, cls: type, message: str, **details: Any) -> None:
+    def _error(self, cls: type, message: str, **details: Any) -> Exception:
         # The runtime fills in the kind being handled and the step when the error leaves it.
-        raise cls(message, model=self.model.name, entity=self.id, kind=None, time=self.now,
-                  **details)
+        return cls(message, model=self.model.name, entity=self.id, kind=None, time=self.now,
+                   **details)
 
     def _as_delay(self, delay: Any) -> float:
-        if isinstance(delay, (str, bytes, bool)):  # float("1.0") and float(True) would pass
-            self._fail(NonFiniteTimeError, f"delay must be a real number, got {delay!r}",
-                       delay=delay)
-        try:
-            return float(delay)
-        except (TypeError, ValueError):
-            self._fail(NonFiniteTimeError, f"delay must be a real number, got {delay!r}",
-                       delay=delay)
-        raise AssertionError  # unreachable
+        # float("1.0") and float(True) would pass: a delay is a number, not text or a flag.
+        if not isinstance(delay, (str, bytes, bool)):
+            try:
+                return float(delay)
+            except (TypeError, ValueError):
+                pass
+        raise self._error(NonFiniteTimeError, f"delay must be a real number, got {delay!r}",
+                          delay=delay)
 
     def _as_target(self, target: Any, kind: Any) -> int:
-        if isinstance(target, bool):  # operator.index(True) == 1
-            self._fail(UnknownTargetError, f"event target must be an integer entity id, got "
-                       f"{target!r}", target=target, emit_kind=kind)
-        try:
-            return _index(target)
-        except TypeError:
-            self._fail(UnknownTargetError, f"event target must be an integer entity id, got "
-                       f"{target!r}", target=target, emit_kind=kind)
-        raise AssertionError  # unreachable
+        if not isinstance(target, bool):  # operator.index(True) == 1
+            try:
+                return _index(target)
+            except TypeError:
+                pass
+        raise self._error(UnknownTargetError, f"event target must be an integer entity id, "
+                          f"got {target!r}", target=target, emit_kind=kind)
 
     def _bad_delay(self, target: Any, delay: float, kind: Any) -> None:
         if math.isnan(delay) or math.isinf(delay):
-            self._fail(NonFiniteTimeError, f"emitted event with non-finite delay {delay!r} "
-                       f"(to entity {target})", target=target, delay=delay, emit_kind=kind)
-        self._fail(CausalityError, f"emitted event into the past: delay {delay!r} < 0 (to "
-                   f"entity {target}, would arrive at t={self.now + delay!r})",
-                   target=target, delay=delay, emit_kind=kind)
+            raise self._error(NonFiniteTimeError, f"emitted event with non-finite delay "
+                              f"{delay!r} (to entity {target})", target=target, delay=delay,
+                              emit_kind=kind)
+        raise self._error(CausalityError, f"emitted event into the past: delay {delay!r} < 0 "
+                          f"(to entity {target}, would arrive at t={self.now + delay!r})",
+                          target=target, delay=delay, emit_kind=kind)

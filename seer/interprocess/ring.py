@@ -86,23 +86,31 @@ class RingPort:
         self.capacity = ring.capacity
         self.cas_retries = 0
 
-    def try_push(self, value: int) -> bool:
+    def _claim(self, cursor: int, lag: int) -> int | None:
+        """Claim the next position of ``cursor`` (``ENQ`` or ``DEQ``) whose slot sequence is
+        ``pos + lag`` (0: free for a producer, 1: full for a consumer); None when the ring
+        is full (producers) or empty (consumers). The two sides are Vyukov's mirror image."""
         ctl, seqs, mask = self._ctl, self._seq, self._mask
-        pos = ctl.load(MpmcRing.ENQ)
+        pos = ctl.load(cursor)
         while True:
-            dif = seqs.load(pos & mask) - pos
+            dif = seqs.load(pos & mask) - (pos + lag)  # acquire: pairs with the slot's store
             if dif == 0:
-                observed = ctl.compare_exchange(MpmcRing.ENQ, pos, pos + 1)
+                observed = ctl.compare_exchange(cursor, pos, pos + 1)
                 if observed == pos:
-                    break
+                    return pos
                 pos = observed
                 self.cas_retries += 1
             elif dif < 0:
-                return False
-            else:
-                pos = ctl.load(MpmcRing.ENQ)
-        self._data[pos & mask] = value
-        seqs.store(pos & mask, pos + 1)
+                return None
+            else:  # another thread claimed this position: catch up
+                pos = ctl.load(cursor)
+
+    def try_push(self, value: int) -> bool:
+        pos = self._claim(MpmcRing.ENQ, 0)
+        if pos is None:
+            return False
+        self._data[pos & self._mask] = value
+        self._seq.store(pos & self._mask, pos + 1)  # release: publishes the value
         return True
 
     def push(self, value: int) -> None:
@@ -110,20 +118,10 @@ class RingPort:
             raise CapacityError(f"ring full ({self.capacity} values)")
 
     def try_pop(self) -> int | None:
-        ctl, seqs, mask = self._ctl, self._seq, self._mask
-        pos = ctl.load(MpmcRing.DEQ)
-        while True:
-            dif = seqs.load(pos & mask) - (pos + 1)
-            if dif == 0:
-                observed = ctl.compare_exchange(MpmcRing.DEQ, pos, pos + 1)
-                if observed == pos:
-                    break
-                pos = observed
-                self.cas_retries += 1
-            elif dif < 0:
-                return None
-            else:
-                pos = ctl.load(MpmcRing.DEQ)
+        pos = self._claim(MpmcRing.DEQ, 1)
+        if pos is None:
+            return None
+        mask = self._mask
         value = self._data[pos & mask]
-        seqs.store(pos & mask, pos + mask + 1)
+        self._seq.store(pos & mask, pos + mask + 1)  # release: the slot is free next lap
         return value

@@ -347,13 +347,6 @@ class DualQueueRuntime(WindowedRuntime):
             self._abort = True  # Ctrl-C (handler errors are recorded, not raised)
             raise
 
-    def _stuck_at(self, index: int) -> str:
-        e = self._workers[index].cur
-        if e < 0:
-            return "outside any entity"
-        ctx = self._contexts[e]
-        return f"in entity {e}'s handler of the event at t={ctx.now!r} (seq {ctx._seq})"
-
     # -- outputs in parallel ---------------------------------------------------------------
     def _outputs(self) -> StepResult:
         agents = self.spec.agents

@@ -178,10 +178,3 @@ class GlobalQueueRuntime(ThreadedRuntime):
             if not isinstance(exc, Exception):
                 self._abort = True  # Ctrl-C: everyone stops
             raise
-
-    def _stuck_at(self, index: int) -> str:
-        e = self._workers[index].cur
-        if e < 0:
-            return "outside any entity"
-        ctx = self._contexts[e]
-        return f"in entity {e}'s handler of the event at t={ctx.now!r} (seq {ctx._seq})"

@@ -159,8 +159,14 @@ class ThreadedRuntime(Runtime):
                     "Python cannot stop a thread: fix the handler and build a new runtime")
 
     def _stuck_at(self, index: int) -> str:
-        """Where thread ``index`` is (subclasses that know name the entity and event)."""
-        return "in a handler"
+        """Where thread ``index`` is: the entity its worker runs (``cur``) and the event
+        that entity's context is handling."""
+        workers = getattr(self, "_workers", ())
+        e = workers[index].cur if index < len(workers) else -1
+        if e < 0:
+            return "outside any entity"
+        ctx = self._contexts[e]
+        return f"in entity {e}'s handler of the event at t={ctx.now!r} (seq {ctx._seq})"
 
     def _on_interrupt(self) -> None:
         self._interrupted = True
