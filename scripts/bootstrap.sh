@@ -13,6 +13,11 @@
 # Usage: scripts/bootstrap.sh [--interpreter-only]
 # Prints the venv's python (or, with --interpreter-only, the base interpreter) on stdout.
 set -euo pipefail
+# say, die ([bootstrap] before each message), make_venv and install_project: shared with
+# scripts/gil-venv.sh.
+LOG_TAG=bootstrap
+# shellcheck source=scripts/venv-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/venv-lib.sh"
 
 CPYTHON_VERSION=3.14.7
 CPYTHON_SHA256=3b48dac8fb59f62eaa67ac83c1eb12bda1b7a08406dd286e252c11a66be27f81
@@ -21,9 +26,6 @@ CACHE="${SEER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/seer}"
 PREFIX="$CACHE/cpython-${CPYTHON_VERSION}t"
 VENV="${SEER_VENV:-$ROOT/.venv}"
 EXTRAS="${SEER_EXTRAS:-all}"
-
-say() { printf '[bootstrap] %s\n' "$*" >&2; }
-die() { printf '[bootstrap] error: %s\n' "$*" >&2; exit 1; }
 
 # True when "$1" runs and is a free-threaded build of Python >= 3.14.
 is_free_threaded() {
@@ -138,25 +140,8 @@ ensure_venv() {
         say "$VENV is not free-threaded; recreating it"
         rm -rf "$VENV"
     fi
-    if [ ! -x "$vpy" ]; then
-        say "creating $VENV with $PYTHON"
-        "$PYTHON" -m venv "$VENV" || die "could not create $VENV"
-        "$vpy" -m pip install -q --upgrade pip >/dev/null 2>&1 || say "warning: could not upgrade pip"
-    fi
-    # Reinstall only when pyproject.toml or the extras changed since the last install.
-    local stamp="$VENV/.seer-installed" want
-    want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1) $EXTRAS"
-    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-        say "installing the project editable with extras [$EXTRAS] (first time: torch is large, a few minutes)"
-        local log="$VENV/pip-install.log"
-        if ! "$vpy" -m pip install -e "$ROOT[$EXTRAS]" >"$log" 2>&1; then
-            tail -n 30 "$log" >&2
-            die "pip install -e .[$EXTRAS] failed; full log: $log"
-        fi
-        echo "$want" >"$stamp"
-    else
-        say "venv is up to date"
-    fi
+    make_venv "$PYTHON" "$VENV"
+    install_project "$VENV" "$EXTRAS" "first time: torch is large, a few minutes"
 }
 
 main() {

@@ -13,14 +13,16 @@
 #
 # Usage: scripts/gil-venv.sh     Prints the venv's python on stdout.
 set -euo pipefail
+# say, die ([gil-venv] before each message), make_venv and install_project: shared with
+# scripts/bootstrap.sh.
+LOG_TAG=gil-venv
+# shellcheck source=scripts/venv-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/venv-lib.sh"
 
 MIN_VERSION=3.11
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SEER_GIL_VENV:-$ROOT/.venv-gil}"
 EXTRAS="${SEER_GIL_EXTRAS:-dev}"
-
-say() { printf '[gil-venv] %s\n' "$*" >&2; }
-die() { printf '[gil-venv] error: %s\n' "$*" >&2; exit 1; }
 
 # True when "$1" runs and is an ordinary GIL build of Python >= MIN_VERSION.
 is_gil_build() {
@@ -52,26 +54,8 @@ ensure_venv() {
         say "$VENV was made with another interpreter; recreating it"
         rm -rf "$VENV"
     fi
-    if [ ! -x "$vpy" ]; then
-        say "creating $VENV with $PYTHON"
-        "$PYTHON" -m venv "$VENV" \
-            || die "could not create $VENV (on Debian/Ubuntu: apt-get install python3-venv)"
-        "$vpy" -m pip install -q --upgrade pip >/dev/null 2>&1 || say "warning: could not upgrade pip"
-    fi
-    # Reinstall only when pyproject.toml or the extras changed since the last install.
-    local stamp="$VENV/.seer-installed" want
-    want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1) $EXTRAS"
-    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-        say "installing the project editable with extras [$EXTRAS]"
-        local log="$VENV/pip-install.log"
-        if ! "$vpy" -m pip install -e "$ROOT[$EXTRAS]" >"$log" 2>&1; then
-            tail -n 30 "$log" >&2
-            die "pip install -e .[$EXTRAS] failed; full log: $log"
-        fi
-        echo "$want" >"$stamp"
-    else
-        say "venv is up to date"
-    fi
+    make_venv "$PYTHON" "$VENV" "on Debian/Ubuntu: apt-get install python3-venv"
+    install_project "$VENV" "$EXTRAS"
 }
 
 main() {

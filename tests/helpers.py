@@ -42,3 +42,12 @@ class Recorder(seer.Model):
     def outputs(self, entity, state, start):
         return state.trace[entity].copy(), float(state.n[entity]), False, False, {}
 
+
+def run_serial(model: seer.Model, seed: int, steps: int) -> tuple[seer.SerialRuntime, list]:
+    """Run ``model`` on a new :class:`seer.SerialRuntime`: reset with ``seed``, then
+    ``steps`` steps with ``model.sample_actions(t)``. Returns the runtime and its outputs,
+    the reset's first (``steps + 1`` of them)."""
+    rt = seer.SerialRuntime(model)
+    outs = [rt.reset(seed)]
+    outs += [rt.step(model.sample_actions(t)) for t in range(steps)]
+    return rt, outs

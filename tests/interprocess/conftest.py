@@ -1,12 +1,4 @@
-import pytest
-
-from seer.queues import fast_path_available
-
-PATHS = ["fast", "public"]
-
-
-@pytest.fixture(params=PATHS)
-def path(request):
-    if request.param == "fast":
-        assert fast_path_available(), "the atomics fast path must work on supported builds"
-    return request.param
+# The interprocess tests run on both atomics paths, like the queue tests: the `path`
+# fixture (fast and public) is defined once, in tests/queues/conftest.py, and imported
+# here so that pytest registers it for this directory too.
+from tests.queues.conftest import path  # noqa: F401

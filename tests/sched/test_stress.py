@@ -12,17 +12,25 @@ from seer.testing import RandomModel, assert_equivalent
 KINDS = ["seer", "static", "static-block", "global", "executor"]
 
 
+def step_beside_serial(rt, model, seed, steps):
+    """Reset ``rt`` and a new :class:`seer.SerialRuntime` reference of ``model`` with
+    ``seed``, step both in lockstep ``steps`` times with ``model.sample_actions(t)``, and
+    return the reference (for the caller to compare)."""
+    ref = seer.SerialRuntime(model)
+    rt.reset(seed)
+    ref.reset(seed)
+    for t in range(steps):
+        actions = model.sample_actions(t)
+        rt.step(actions)
+        ref.step(actions)
+    return ref
+
+
 def test_ten_thousand_steps_on_four_threads():
     before = threading.active_count()
     model = RandomModel(24, seed=8, lookahead=0.5, fanout=2, ttl=2)
     rt = seer.make_runtime(model, "seer", threads=4)
-    ref = seer.SerialRuntime(model)
-    rt.reset(7)
-    ref.reset(7)
-    for t in range(10_000):
-        actions = model.sample_actions(t)
-        rt.step(actions)
-        ref.step(actions)
+    ref = step_beside_serial(rt, model, 7, 10_000)
     for name in ref.state.names:
         assert rt.state[name].tobytes() == ref.state[name].tobytes()
     assert rt.events_run == ref.events_run > 10_000
@@ -71,12 +79,7 @@ def test_handler_error_then_reset_and_a_correct_run(kind):
         for t in range(5):
             rt2.step(model.sample_actions(t))
     model.fail_step = -1
-    ref = seer.SerialRuntime(model)
-    rt2.reset(4)
-    ref.reset(4)
-    for t in range(5):
-        rt2.step(model.sample_actions(t))
-        ref.step(model.sample_actions(t))
+    ref = step_beside_serial(rt2, model, 4, 5)
     assert rt2.state.h.tobytes() == ref.state.h.tobytes()
     rt2.close()
     assert threading.active_count() == before
@@ -106,12 +109,7 @@ def test_keyboard_interrupt_leaves_no_worker_running(kind):
     if pool is not None:
         assert pool.busy == 0
     model.armed = False
-    ref = seer.SerialRuntime(model)
-    rt.reset(0)
-    ref.reset(0)
-    for t in range(4):
-        rt.step(model.sample_actions(t))
-        ref.step(model.sample_actions(t))
+    ref = step_beside_serial(rt, model, 0, 4)
     assert rt.state.h.tobytes() == ref.state.h.tobytes()
     rt.close()
 

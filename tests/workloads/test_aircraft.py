@@ -5,6 +5,7 @@ import pytest
 
 import seer
 from seer.testing import assert_equivalent
+from tests.helpers import run_serial
 from workloads.aircraft import Aircraft, load_tracks
 
 HERE = Path(__file__).resolve().parents[2] / "workloads" / "aircraft"
@@ -22,18 +23,11 @@ def test_real_tracks_load_and_have_provenance():
     assert (HERE / "make_tracks.py").exists()
 
 
-def run(model, seed, steps):
-    rt = seer.SerialRuntime(model)
-    rt.reset(seed)
-    outs = [rt.step(model.sample_actions(t)) for t in range(steps)]
-    return rt, outs
-
-
 def test_deterministic_for_a_seed_and_seed_dependent():
     model = Aircraft(80, cost_us=70)
-    a, _ = run(model, 3, 4)
-    b, _ = run(model, 3, 4)
-    c, _ = run(model, 4, 4)
+    a, _ = run_serial(model, 3, 4)
+    b, _ = run_serial(model, 3, 4)
+    c, _ = run_serial(model, 4, 4)
     assert a.state.pos.tobytes() == b.state.pos.tobytes()
     assert a.state.pos.tobytes() != c.state.pos.tobytes()
 
@@ -47,7 +41,7 @@ def test_all_runtimes_match_serial(kind):
 
 def test_dense_hubs_do_more_work_and_move():
     model = Aircraft(400, cost_us=70, density=2.0)
-    rt, _ = run(model, 0, 6)
+    rt, _ = run_serial(model, 0, 6)
     assert rt.stats["cross_entity"] > 0  # conflicts happen
     sizes = np.bincount(model._hub_of)
     assert sizes.max() > 3 * sizes.min()  # uneven hubs
