@@ -18,6 +18,7 @@ from seer.errors import (
     ModelCodeError,
     ModelError,
     NonFiniteTimeError,
+    PendingEventsError,
     RuntimeStateError,
     SeerError,
     StepLimitError,
@@ -25,7 +26,7 @@ from seer.errors import (
     UnknownTargetError,
 )
 from seer.events import Event
-from seer.model import Context, Model, StateArrays
+from seer.model import Context, EntityGroups, Model, StateArrays, StepInfo
 from seer.platform import GILWarning, cpu_count, free_threaded_build, gil_disabled
 from seer.runtime import Runtime, StepResult
 from seer.sched import (
@@ -46,6 +47,7 @@ __all__ = [
     "Context",
     "ContractError",
     "DualQueueRuntime",
+    "EntityGroups",
     "Event",
     "ExecutorRuntime",
     "GILWarning",
@@ -57,6 +59,7 @@ __all__ = [
     "ModelCodeError",
     "ModelError",
     "NonFiniteTimeError",
+    "PendingEventsError",
     "Runtime",
     "RuntimeStateError",
     "SeerError",
@@ -65,6 +68,7 @@ __all__ = [
     "StateArrays",
     "StaticBlockRuntime",
     "StaticRuntime",
+    "StepInfo",
     "StepLimitError",
     "StepResult",
     "UnknownKindError",

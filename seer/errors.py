@@ -18,6 +18,7 @@ __all__ = [
     "ModelCodeError",
     "ModelError",
     "NonFiniteTimeError",
+    "PendingEventsError",
     "RuntimeStateError",
     "SeerError",
     "StepLimitError",
@@ -114,9 +115,18 @@ class HandlerError(SeerError):
         self.kind = kind
         self.event = event
         super().__init__(
-            f"handler for {kind!r} raised {type(cause).__name__}: {cause} "
+            f"handler for {kind!r} raised {type(cause).__name__}: {cause}{hint_for(cause)} "
             f"[model {model!r}, step {step}, entity {entity}, event {event!r}]"
         )
+
+
+def hint_for(cause: BaseException) -> str:
+    """A sentence that says which rule a common mistake broke (or "")."""
+    if isinstance(cause, ValueError) and "read-only" in str(cause):
+        return (" (state seen through ctx.snapshot, runtime.state and outputs()'s arrays is "
+                "read-only: a handler writes only its own ctx.row, and outputs() writes no "
+                "state)")
+    return ""
 
 
 class ModelCodeError(HandlerError):
@@ -134,8 +144,12 @@ class ModelCodeError(HandlerError):
         self.event = None
         self.where = where
         at = f", entity {entity}" if entity is not None else ""
-        SeerError.__init__(self, f"{where}() raised {type(cause).__name__}: {cause} "
-                                 f"[model {model!r}, step {step}{at}]")
+        SeerError.__init__(self, f"{where}() raised {type(cause).__name__}: {cause}"
+                                 f"{hint_for(cause)} [model {model!r}, step {step}{at}]")
+
+
+class PendingEventsError(ContractError):
+    """A model with ``strict_steps = True`` left events pending past a step's end."""
 
 
 class StepLimitError(ContractError):

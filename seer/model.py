@@ -23,6 +23,8 @@ this is what makes any thread count give results bit-identical to serial steppin
 
 from __future__ import annotations
 
+import bisect
+import inspect
 import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +35,7 @@ import numpy as np
 
 from seer.errors import (
     CausalityError,
+    ContractError,
     LookaheadError,
     ModelError,
     NonFiniteTimeError,
@@ -49,9 +52,11 @@ from seer.events import (
     Event,
 )
 
-__all__ = ["Context", "FieldSpec", "Model", "ModelSpec", "StateArrays", "compile_model"]
+__all__ = ["Context", "EntityGroups", "FieldSpec", "Model", "ModelSpec", "StateArrays",
+           "StepInfo", "compile_model"]
 
 _INF = math.inf
+_ndarray = np.ndarray
 _tuple_new = tuple.__new__
 _index = operator.index
 
@@ -72,9 +77,12 @@ class Model:
     fields: Mapping[str, tuple[Any, Any]] = {}
     lookahead: float = 0.0
     step_length: float = 1.0
-    #: Kind of the event that ``action_events`` makes for each entity's action, or None
+    #: Kind of the event that ``action_events`` makes for each agent's action, or None
     #: when the model takes no actions.
     action_kind: str | None = None
+    #: When True, a step that leaves events pending past its end is an error
+    #: (:class:`~seer.errors.PendingEventsError`) instead of carrying them to the next step.
+    strict_steps: bool = False
 
     def __init__(self, n_entities: int) -> None:
         if isinstance(n_entities, bool) or not isinstance(n_entities, (int, np.integer)):
@@ -95,9 +103,23 @@ class Model:
         return self.fields
 
     # -- episode start ---------------------------------------------------------------
+    def init_episode(self, rng: np.random.Generator) -> Any:
+        """Shared, read-only data for the whole episode, built once per ``reset`` before
+        any ``init_entity`` (for example an initial layout that places all entities from
+        one generator). ``rng`` is the episode's own generator (from the reset seed,
+        independent of every entity's ``ctx.rng``). Handlers, ``init_entity`` and
+        ``outputs`` see the result as ``ctx.episode`` / ``info.episode``; nobody may mutate
+        it. Default: None."""
+        return None
+
     def init_entity(self, ctx: Context) -> None:
         """Set entity ``ctx.id``'s initial row and emit its first events (at τ >= 0).
-        ``ctx.snapshot`` is not available here. Default: all-zero row, no events."""
+
+        Runs for every entity in id order on the caller's thread, after
+        :meth:`init_episode` (``ctx.episode``). It may emit to any entity (cross-entity
+        events still need ``delay >= lookahead``). ``ctx.snapshot`` is not available here:
+        the boundary snapshot is taken once every entity is initialised. Default: all-zero
+        row, no events."""
 
     def prepare_step(self, snapshot: StateArrays, step: int) -> Any:
         """Derived read-only data built once per step from the boundary snapshot (for
@@ -110,9 +132,10 @@ class Model:
     def action_events(self, actions: Any) -> Iterable[tuple[int, Any, Any]]:
         """Turn a joint action into ``(entity, kind, payload)`` events at the step start.
 
-        Default: ``actions`` is None, a mapping ``entity -> action`` or a sequence with one
-        action per entity; each action that is not None becomes one ``action_kind`` event
-        whose payload is the action.
+        Default: ``actions`` is None, a mapping ``entity -> action`` or a sequence (or
+        array) with one action per *agent*, in :meth:`agent_entities` order; each action
+        that is not None becomes one ``action_kind`` event for its agent, whose payload is
+        the action.
         """
         if actions is None:
             return ()
@@ -127,31 +150,123 @@ class Model:
         if not isinstance(actions, Sequence | np.ndarray):
             raise ModelError(
                 f"actions for model {self.name!r} must be a sequence (or array) with one "
-                f"action per entity, or a mapping entity -> action; got "
+                f"action per agent, or a mapping entity -> action; got "
                 f"{type(actions).__name__}")
-        if len(actions) != self.n_entities:
+        agents = self._agent_list()
+        if len(actions) != len(agents):
             raise ModelError(
                 f"actions for model {self.name!r} has length {len(actions)}; expected "
-                f"{self.n_entities} (one per entity) or a mapping entity -> action"
+                f"{len(agents)} (one per agent, in agent_entities() order) or a mapping "
+                f"entity -> action"
             )
-        return [(e, kind, a) for e, a in enumerate(actions) if a is not None]
+        return [(e, kind, a) for e, a in zip(agents, actions, strict=True) if a is not None]
+
+    def _agent_list(self) -> list[int]:
+        agents = self.__dict__.get("_agents")
+        if agents is None:  # agent_entities() is fixed for the model's lifetime
+            agents = self.__dict__["_agents"] = [int(a) for a in self.agent_entities()]
+        return agents
 
     # -- boundary outputs -------------------------------------------------------------
     def agent_entities(self) -> Sequence[int]:
         """Entities that are agents, in output order. Default: every entity."""
         return range(self.n_entities)
 
+    def step_outputs(self, state: StateArrays, start: StateArrays, step: int) -> Any:
+        """What every agent's outputs share, computed once per step (after the step's
+        events, before any ``outputs``; after ``reset`` with ``step == 0``), for example a
+        shared reward or a truncation flag. ``outputs`` receives it as ``info.shared`` when
+        it takes the ``info`` argument. Must not mutate anything. Default: None."""
+        return None
+
     def outputs(self, entity: int, state: StateArrays,
                 start: StateArrays) -> tuple[Any, float, bool, bool, dict]:
         """``(observation, reward, terminated, truncated, info)`` of one agent entity.
 
         ``state`` is the state after the step, ``start`` the boundary snapshot at the step
-        start (so a reward can be a difference of counters); both are read-only. Must not
-        depend on anything else: outputs may be built on any thread, in any order.
+        start (so a reward can be a difference of counters); both are read-only. A model
+        may declare a fourth parameter, ``outputs(self, entity, state, start, info)``, to
+        receive a :class:`StepInfo` (the step index, :meth:`step_outputs`' result and the
+        episode data). Must not depend on anything else: outputs may be built on any
+        thread, in any order.
         Default: the entity's rows as a dict, reward 0, never done.
         """
         return ({name: state[name][entity].copy() for name in state.names}, 0.0, False,
                 False, {})
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """What ``outputs(entity, state, start, info)`` receives besides the state: the index of
+    the step just taken (0 after ``reset``), its end time, what
+    :meth:`Model.step_outputs` computed for this step, and :meth:`Model.init_episode`'s
+    data."""
+
+    step: int
+    time: float
+    shared: Any
+    episode: Any
+
+
+class EntityGroups:
+    """Named, contiguous groups of entity ids, for models whose entities are of several
+    sorts (pursuers and evaders, cells and users). ``EntityGroups(pursuers=8, evaders=30)``
+    numbers the pursuers 0..7 and the evaders 8..37::
+
+        groups = EntityGroups(pursuers=8, evaders=30)
+        super().__init__(len(groups))
+        groups.pursuers          # range(0, 8)
+        groups.of(9)             # 'evaders'
+        groups.index(9)          # 1: the second evader
+
+    All groups share the model's fields (rows a group does not use stay zero); a handler
+    dispatches on ``groups.of(ctx.id)`` or on id ranges. It is plain arithmetic on ids, so
+    it costs nothing on the runtime's hot path.
+    """
+
+    def __init__(self, **sizes: int) -> None:
+        if not sizes:
+            raise ModelError("EntityGroups needs at least one group, e.g. EntityGroups(a=3)")
+        self._ranges: dict[str, range] = {}
+        start = 0
+        for name, size in sizes.items():
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+                raise ModelError(f"size of entity group {name!r} must be an int >= 0, "
+                                 f"got {size!r}")
+            self._ranges[name] = range(start, start + int(size))
+            start += int(size)
+        self._starts = [r.start for r in self._ranges.values()]
+        self._names = list(self._ranges)
+        self.total = start
+
+    def __getattr__(self, name: str) -> range:
+        try:
+            return self.__dict__["_ranges"][name]
+        except KeyError:
+            raise AttributeError(f"no entity group {name!r}; groups are "
+                                 f"{list(self.__dict__.get('_ranges', {}))}") from None
+
+    def __getitem__(self, name: str) -> range:
+        return self._ranges[name]
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self):
+        return iter(self._ranges.items())
+
+    def of(self, entity: int) -> str:
+        """The name of the group ``entity`` belongs to."""
+        if not 0 <= entity < self.total:
+            raise IndexError(f"entity {entity} outside range({self.total})")
+        return self._names[bisect.bisect_right(self._starts, entity) - 1]
+
+    def index(self, entity: int) -> int:
+        """``entity``'s position within its group."""
+        return entity - self._ranges[self.of(entity)].start
+
+    def __repr__(self) -> str:
+        return "EntityGroups(" + ", ".join(f"{n}={len(r)}" for n, r in self._ranges.items()) + ")"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +292,11 @@ class ModelSpec:
     lookahead: float
     step_length: float
     agents: tuple[int, ...]
+    #: ``outputs`` takes a fourth argument (a :class:`StepInfo`).
+    outputs_take_info: bool = False
+    #: The model overrides ``step_outputs`` / ``init_episode``.
+    has_step_outputs: bool = False
+    has_init_episode: bool = False
 
 
 def _positive_finite(model: Model, attr: str, allow_zero: bool) -> float:
@@ -258,6 +378,9 @@ def compile_model(model: Model) -> ModelSpec:
         raise ModelError(f"agent_entities() of model {name!r} repeats an entity")
 
     return ModelSpec(
+        outputs_take_info=_takes_info(model, name),
+        has_step_outputs=type(model).step_outputs is not Model.step_outputs,
+        has_init_episode=type(model).init_episode is not Model.init_episode,
         model=model,
         name=name,
         n_entities=model.n_entities,
@@ -269,6 +392,22 @@ def compile_model(model: Model) -> ModelSpec:
         step_length=_positive_finite(model, "step_length", allow_zero=False),
         agents=agents,
     )
+
+
+def _takes_info(model: Model, name: str) -> bool:
+    """Whether ``model.outputs`` is ``outputs(entity, state, start, info)`` (four
+    positional parameters) rather than ``outputs(entity, state, start)``."""
+    try:
+        params = list(inspect.signature(model.outputs).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) not in (3, 4):
+        raise ModelError(f"outputs() of model {name!r} must take (entity, state, start) or "
+                         f"(entity, state, start, info); it takes {len(positional)} arguments")
+    return len(positional) == 4
 
 
 class StateArrays:
@@ -308,31 +447,62 @@ def read_only(array: np.ndarray) -> np.ndarray:
 
 
 class RowBase:
-    """Base of the per-model row class: one writable view per field of one entity.
+    """Base of the per-model row class: the fields of one entity, read and written by name.
 
-    Reading ``row.pos`` gives the view (shape = the field's row shape; 0-d for scalar
-    fields). Assigning ``row.pos = value`` writes *into* the view, so ``row.hits += 1`` and
-    ``row.pos = new_pos`` both update the entity's state in place.
+    Reading a scalar field (row shape ``()``) gives its *value* (a numpy scalar), so
+    ``old = row.hits; row.hits = 0`` keeps ``old``. Reading an array field gives a writable
+    view of the entity's row (``row.pos[0] += 1`` writes through; copy it to keep a value).
+    Assigning writes into the entity's state: ``row.hits += 1``, ``row.pos = new_pos``.
+    Assigning a name that is not a field raises AttributeError.
     """
 
     __slots__ = ()
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        getattr(self, name)[...] = value
+    _fields: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        return "Row(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+        return "Row(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._fields) + ")"
+
+
+# The accessors are generated, as namedtuple does, so that each is one attribute load and
+# one index: a read of a scalar field costs about as much as a slot load.
+_ACCESSORS = """
+def scalar_get(self):
+    return self.{slot}[0]
+def scalar_set(self, value):
+    self.{slot}[0] = value
+def array_get(self):
+    return self.{slot}
+def array_set(self, value):
+    self.{slot}[...] = value
+"""
+
+
+def _field_property(field: FieldSpec) -> property:
+    namespace: dict[str, Any] = {}
+    exec(_ACCESSORS.format(slot="_f_" + field.name), namespace)
+    if field.shape == ():
+        return property(namespace["scalar_get"], namespace["scalar_set"],
+                        doc=f"scalar field {field.name!r} ({field.dtype})")
+    return property(namespace["array_get"], namespace["array_set"],
+                    doc=f"field {field.name!r}: a {field.shape} {field.dtype} view")
 
 
 def make_row_class(fields: Sequence[FieldSpec]) -> type[RowBase]:
-    """A slotted row class for these fields (attribute reads are slot loads)."""
-    return type("Row", (RowBase,), {"__slots__": tuple(f.name for f in fields)})
+    """A row class for these fields: slots ``_f_<name>`` hold the entity's views (a
+    one-element view for scalar fields), properties ``<name>`` read and write them."""
+    namespace: dict[str, Any] = {"__slots__": tuple("_f_" + f.name for f in fields),
+                                 "_fields": tuple(f.name for f in fields)}
+    for f in fields:
+        namespace[f.name] = _field_property(f)
+    return type("Row", (RowBase,), namespace)
 
 
 def make_row(row_class: type[RowBase], arrays: Mapping[str, np.ndarray], entity: int) -> RowBase:
     row = row_class.__new__(row_class)
-    for name in row_class.__slots__:
-        object.__setattr__(row, name, arrays[name][entity, ...])
+    for name in row_class._fields:
+        array = arrays[name]
+        view = array[entity:entity + 1] if array.ndim == 1 else array[entity, ...]
+        object.__setattr__(row, "_f_" + name, view)
     return row
 
 
@@ -357,7 +527,9 @@ class Context:
         "_n",
         "_origin_bits",
         "_push",
+        "_roots",
         "_seq",
+        "episode",
         "id",
         "model",
         "now",
@@ -375,6 +547,7 @@ class Context:
         self.rng: np.random.Generator | None = None
         self.snapshot: StateArrays | None = None
         self.prepared: Any = None
+        self.episode: Any = None
         self.now = 0.0
         self._seq = INIT_PARENT_SEQ
         self._counter = 0
@@ -385,6 +558,7 @@ class Context:
         self._kinds = spec.kinds
         self._origin_bits = (entity << ORIGIN_SHIFT) | EMITTED_BIT
         self._push = push
+        self._roots: frozenset[int] = frozenset()  # ids of the runtime's state buffers
 
     def emit(self, target: int, delay: float, kind: str | int, payload: Any = None) -> None:
         """Schedule ``kind`` on entity ``target`` at ``now + delay``.
@@ -434,6 +608,8 @@ class Context:
             seq = (depth << DEPTH_SHIFT) | self._origin_bits | c
         else:
             seq = self._origin_bits | c
+        if payload.__class__ is _ndarray and payload.base is not None:
+            self._check_view_payload(payload, target, kind)
         self._push(_tuple_new(Event, (tau, seq, target, k, payload)))
 
     # -- slow paths ---------------------------------------------------------------------
@@ -441,6 +617,17 @@ class Context:
         # The runtime fills in the kind being handled and the step when the error leaves it.
         return cls(message, model=self.model.name, entity=self.id, kind=None, time=self.now,
                    **details)
+
+    def _check_view_payload(self, payload: np.ndarray, target: int, kind: Any) -> None:
+        # A view of entity state as a payload would let the receiver see the sender's later
+        # writes (or the next step's snapshot): refused, cheaply, on every runtime.
+        root = payload
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if id(root) in self._roots:
+            raise self._error(ContractError, "payload is a view of entity state (a row or "
+                              "snapshot array); emit a copy (e.g. row.pos.copy())",
+                              target=target, emit_kind=kind)
 
     def _as_delay(self, delay: Any) -> float:
         # float("1.0") and float(True) would pass: a delay is a number, not text or a flag.
@@ -469,3 +656,23 @@ class Context:
         raise self._error(CausalityError, f"emitted event into the past: delay {delay!r} < 0 "
                           f"(to entity {target}, would arrive at t={self.now + delay!r})",
                           target=target, delay=delay, emit_kind=kind)
+
+
+class SnapshotUnavailable:
+    """What ``ctx.snapshot`` is during ``init_entity``: any use says why it is missing."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        raise ModelError("ctx.snapshot is not available in init_entity: the boundary snapshot "
+                         "is taken once every entity is initialised. Use ctx.episode (see "
+                         "Model.init_episode) for shared initial data, or emit an event at "
+                         "t >= 0 that reads the snapshot")
+
+    __getitem__ = __getattr__
+
+    def __repr__(self) -> str:
+        return "<no snapshot during init_entity>"
+
+
+NO_SNAPSHOT = SnapshotUnavailable()

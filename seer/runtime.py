@@ -23,19 +23,22 @@ from seer.errors import (
     HandlerError,
     ModelCodeError,
     ModelError,
+    PendingEventsError,
     RuntimeStateError,
     SeerError,
     StepLimitError,
     event_of,
     tag_event,
 )
-from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, make_event
+from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, make_event, seq_origin
 from seer.model import (
     INIT_PARENT_SEQ,
+    NO_SNAPSHOT,
     Context,
     Model,
     ModelSpec,
     StateArrays,
+    StepInfo,
     compile_model,
     make_row,
     make_row_class,
@@ -110,6 +113,10 @@ class Runtime(ABC):
         self._external_counters = [0] * n
         self._handlers = self.spec.handlers
         self._prepares = type(model).prepare_step is not Model.prepare_step
+        self._episode: Any = None
+        roots = frozenset(id(a) for a in (*self._arrays.values(), *self._start_arrays.values()))
+        for ctx in self._contexts:
+            ctx._roots = roots
         self._op_lock = threading.Lock()
         self._op_running: str | None = None
         self._broken = ""
@@ -221,10 +228,22 @@ class Runtime(ABC):
         self._step_index = 0
         self.events_run = 0
         self._external_counters = [0] * self.spec.n_entities
+        n = self.spec.n_entities
+        # Children by explicit spawn key (what seq.spawn(n) gives a fresh SeedSequence), so
+        # that reusing one SeedSequence object gives the same episode every time. The
+        # episode's own generator is the child after the entities'.
+        episode = None
+        if self.spec.has_init_episode:
+            try:
+                episode = self.model.init_episode(np.random.default_rng(_child(seq, n)))
+            except Exception as exc:
+                raise self._model_code_failed(exc, "init_episode", None) from exc
+        self._episode = episode
         init = self.model.init_entity
-        for ctx, child in zip(self._contexts, seq.spawn(self.spec.n_entities), strict=True):
-            ctx.rng = np.random.default_rng(child)
-            ctx.snapshot = None
+        for ctx in self._contexts:
+            ctx.rng = np.random.default_rng(_child(seq, ctx.id))
+            ctx.episode = episode
+            ctx.snapshot = NO_SNAPSHOT
             ctx.now = 0.0
             ctx._seq = INIT_PARENT_SEQ
             ctx._counter = 0
@@ -260,6 +279,8 @@ class Runtime(ABC):
             self._push_external(ev)
         self._run(t1)
         self._step_index += 1
+        if self.model.strict_steps and self.pending:
+            raise self._pending_error()
         result = self._outputs()
         self._status = _READY
         return result
@@ -343,17 +364,53 @@ class Runtime(ABC):
             events.append(make_event(t0, (entity << ORIGIN_SHIFT) | c, entity, k, payload))
         return events
 
+    @property
+    def pending(self) -> int:
+        """Events scheduled for later steps (after a step has completed)."""
+        return 0
+
+    def _earliest_pending(self) -> tuple[float, int] | None:
+        """κ of the earliest pending event, or None (for error messages)."""
+        return None
+
+    def _pending_error(self) -> PendingEventsError:
+        self._mark_failed()
+        head = self._earliest_pending()
+        earliest = (f"; the earliest at t={head[0]!r}, emitted by entity "
+                    f"{seq_origin(head[1])}" if head is not None else "")
+        err = PendingEventsError(
+            f"{self.pending} events are pending past the end of step {self._step_index - 1} "
+            f"(t={self.time!r}){earliest}; the model sets strict_steps = True, so every "
+            "event must fall inside its step (set strict_steps = False to carry them over)",
+            model=self.spec.name, entity=seq_origin(head[1]) if head else -1, kind=None,
+            time=self.time)
+        err.step = self._step_index - 1
+        return err
+
     def _outputs(self) -> StepResult:
         buffers = self._output_buffers()
         self._store_outputs(range(len(self.spec.agents)), self.state, self.snapshot, buffers)
         return self._step_result(buffers)
 
     def _output_buffers(self) -> tuple:
-        """``(rewards, terminations, truncations, observations, infos)``, one slot per
-        agent, filled by :meth:`_store_outputs`."""
+        """``(rewards, terminations, truncations, observations, infos, step_info)``: one
+        slot per agent, filled by :meth:`_store_outputs`, and the :class:`StepInfo` that
+        ``outputs`` receives (None when it takes none). Computes ``step_outputs`` on the
+        caller's thread, once."""
         k = len(self.spec.agents)
+        spec = self.spec
+        info = None
+        if spec.outputs_take_info or spec.has_step_outputs:
+            shared = None
+            if spec.has_step_outputs:
+                try:
+                    shared = self.model.step_outputs(self.state, self.snapshot,
+                                                     self._step_index)
+                except Exception as exc:
+                    raise self._model_code_failed(exc, "step_outputs", None) from exc
+            info = StepInfo(self._step_index, self.time, shared, self._episode)
         return (np.zeros(k, np.float64), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
-                [None] * k, [None] * k)
+                [None] * k, [None] * k, info)
 
     def _store_outputs(self, positions: Iterable[int], state: StateArrays,
                        start: StateArrays, buffers: tuple) -> None:
@@ -362,11 +419,12 @@ class Runtime(ABC):
         the thread's own ``state``/``start`` views and loads the rest once per call."""
         outputs = self.model.outputs
         agents = self.spec.agents
-        rewards, terms, truncs, observations, infos = buffers
+        rewards, terms, truncs, observations, infos, info = buffers
+        extra = (info,) if self.spec.outputs_take_info else ()
         for i in positions:
             entity = agents[i]
             try:
-                out = outputs(entity, state, start)
+                out = outputs(entity, state, start, *extra)
             except Exception as exc:
                 err = self._model_code_failed(exc, "outputs", entity)
                 err.agent_position = i  # type: ignore[attr-defined]
@@ -383,7 +441,7 @@ class Runtime(ABC):
                 raise err from None
 
     def _step_result(self, buffers: tuple) -> StepResult:
-        rewards, terms, truncs, observations, infos = buffers
+        rewards, terms, truncs, observations, infos, _ = buffers
         return StepResult(self._step_index, self._step_index * self.spec.step_length,
                           observations, rewards, terms, truncs, infos)
 
@@ -473,6 +531,12 @@ def _event_limit(limit: Any) -> int | None:
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
         raise ModelError(f"max_events_per_step must be None or an int >= 1, got {limit!r}")
     return int(limit)
+
+
+def _child(seq: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
+    """``seq``'s ``i``-th child, as ``seq.spawn`` would make it on a fresh sequence."""
+    return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i),
+                                  pool_size=seq.pool_size)
 
 
 def _seed_sequence(seed: Any) -> np.random.SeedSequence:

@@ -9,14 +9,15 @@ events a handler emits.
 from __future__ import annotations
 
 import heapq
+import pickle
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from seer.errors import IsolationError, StepLimitError, tag_event
-from seer.events import Event
+from seer.errors import ContractError, IsolationError, StepLimitError, tag_event
+from seer.events import Event, seq_origin
 from seer.model import Model
 from seer.runtime import Runtime, run_event
 
@@ -26,8 +27,10 @@ __all__ = ["SerialRuntime"]
 class SerialRuntime(Runtime):
     """Runs every event of a step in global κ = (τ, seq) order on the calling thread.
 
-    ``debug=True`` additionally checks after every handler that no row of another entity
-    changed (O(state size) per event: for finding bugs, not for production).
+    ``debug=True`` additionally checks, for finding bugs (O(state size) per event, not for
+    production), that after every handler no row of another entity changed, and that no
+    payload changed between its emit and its delivery (the sender kept and mutated it) or
+    while its receiver handled it.
     """
 
     name = "serial"
@@ -35,21 +38,34 @@ class SerialRuntime(Runtime):
     def __init__(self, model: Model, *, debug: bool = False,
                  max_events_per_step: int | None = None) -> None:
         self._heap: list[Event] = []
+        self._payload_copies: dict[int, bytes] = {}  # debug: seq -> payload at emit
         super().__init__(model, debug=debug, max_events_per_step=max_events_per_step)
 
     def _make_push(self, entity: int) -> Callable[[Event], Any]:
+        if self.debug:
+            return self._push_recording_payload
         return partial(heapq.heappush, self._heap)
+
+    def _push_recording_payload(self, ev: Event) -> None:
+        frozen = _frozen(ev[4])
+        if frozen is not None:
+            self._payload_copies[ev[1]] = frozen
+        heapq.heappush(self._heap, ev)
 
     def _push_external(self, event: Event) -> None:
         heapq.heappush(self._heap, event)
 
     def _clear_events(self) -> None:
         self._heap.clear()
+        self._payload_copies.clear()
 
     @property
     def pending(self) -> int:
         """Number of events scheduled for later steps."""
         return len(self._heap)
+
+    def _earliest_pending(self) -> tuple[float, int] | None:
+        return self._heap[0][:2] if self._heap else None
 
     def _run(self, t_end: float) -> None:
         if self.debug:
@@ -90,8 +106,12 @@ class SerialRuntime(Runtime):
         while heap and heap[0][0] < t_end:
             ev = heapq.heappop(heap)
             try:
+                frozen = self._payload_copies.pop(ev[1], None)
+                self._check_payload(ev, frozen, "between its emit and its delivery (the "
+                                    "sender kept a reference and changed it)")
                 run_event(self._handlers, self._contexts[ev[2]], ev)
                 self._check_isolation(ev[2], shadow)
+                self._check_payload(ev, frozen, "by its receiver's handler")
             except BaseException as exc:
                 self._raise_failure(tag_event(exc, ev))
             self.events_run += 1
@@ -99,6 +119,14 @@ class SerialRuntime(Runtime):
             if n > self._event_limit:
                 self._mark_failed()
                 raise self._step_limit_error(ev[2], ev, f"{n} events so far")
+
+    def _check_payload(self, ev: Event, frozen: bytes | None, when: str) -> None:
+        if frozen is not None and _frozen(ev[4]) != frozen:
+            raise ContractError(
+                f"the payload of this {self._kind_name(ev[3])!r} event (emitted by entity "
+                f"{seq_origin(ev[1])}) was mutated {when}; payloads are shared, not copied: "
+                "emit a fresh object and never change one after emitting or receiving it",
+                model=self.spec.name, entity=ev[2], kind=None, time=ev[0])
 
     def _check_isolation(self, entity: int, shadow: dict[str, np.ndarray]) -> None:
         for name, live in self._arrays.items():
@@ -116,3 +144,17 @@ class SerialRuntime(Runtime):
                     "its own entity's rows and must emit an event to affect another",
                     model=self.spec.name, entity=entity, kind=None, time=self._contexts[
                         entity].now, field=name, other_entities=changed.tolist())
+
+
+_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _frozen(payload: Any) -> bytes | None:
+    """A byte image of ``payload`` to detect later mutation (None: immutable or unpicklable,
+    nothing to check)."""
+    if payload.__class__ in _IMMUTABLE:
+        return None
+    try:
+        return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # an object pickle cannot copy: not checked
+        return None

@@ -7,7 +7,7 @@ import pytest
 import seer
 from seer.events import seq_depth, seq_origin
 from seer.testing import RandomModel
-from tests.helpers import Recorder
+from tests.helpers import Recorder, run_serial
 from workloads.synthetic import EmptyModel
 
 HIT = "hit"
@@ -81,18 +81,11 @@ def test_numpy_scalars_are_accepted_for_target_and_delay():
 
 
 # -- determinism ------------------------------------------------------------------------
-def run_random(model, seed, steps):
-    rt = seer.SerialRuntime(model)
-    outs = [rt.reset(seed)]
-    outs += [rt.step(model.sample_actions(t)) for t in range(steps)]
-    return rt, outs
-
-
 def test_repeated_runs_are_identical_and_seeds_matter():
     model = RandomModel(60, seed=3)
-    a, outs_a = run_random(model, 11, 6)
-    b, outs_b = run_random(model, 11, 6)
-    c, _ = run_random(model, 12, 6)
+    a, outs_a = run_serial(model, 11, 6)
+    b, outs_b = run_serial(model, 11, 6)
+    c, _ = run_serial(model, 12, 6)
     for name in a.state.names:
         assert a.state[name].tobytes() == b.state[name].tobytes()
     assert [o.rewards.tobytes() for o in outs_a] == [o.rewards.tobytes() for o in outs_b]
@@ -225,13 +218,13 @@ class Meddler(Recorder):
     """Writes into another entity's row through the view's base array (a model bug)."""
 
     def on_start(self, ctx, event):
-        ctx.row.n.base[(ctx.id + 1) % self.n_entities] = 99
+        ctx.row.trace.base[(ctx.id + 1) % self.n_entities, 0] = 99
 
 
 def test_isolation_violation_found_in_debug_mode():
     rt = seer.SerialRuntime(Meddler(3), debug=True)
     rt.reset(seed=0)
-    with pytest.raises(seer.IsolationError, match=r"handler wrote to field 'n' of entity 2 "
+    with pytest.raises(seer.IsolationError, match=r"handler wrote to field 'trace' of entity 2 "
                        r"\(entities changed: \[2\]\)") as info:
         rt.step({1: 0})
     assert info.value.entity == 1 and info.value.kind == "start" and info.value.step == 0
@@ -241,12 +234,12 @@ def test_isolation_is_not_checked_by_default():
     rt = seer.SerialRuntime(Meddler(3))
     rt.reset(seed=0)
     rt.step({1: 0})
-    assert rt.state.n[2] == 99
+    assert rt.state.trace[2, 0] == 99
 
 
 def test_debug_mode_gives_the_same_results():
     model = RandomModel(40, seed=5)
-    fast, _ = run_random(model, 3, 5)
+    fast, _ = run_serial(model, 3, 5)
     rt = seer.SerialRuntime(model, debug=True)
     rt.reset(3)
     for t in range(5):
@@ -349,7 +342,8 @@ def test_use_before_reset_and_after_close():
 @pytest.mark.parametrize(
     ("actions", "message"),
     [
-        ([1, 2], r"actions for model 'Recorder' has length 2; expected 4 \(one per entity\)"),
+        ([1, 2], r"actions for model 'Recorder' has length 2; expected 4 \(one per agent, "
+                 r"in agent_entities\(\) order\)"),
         ({7: 1}, r"action for entity 7 of model 'Recorder': entity ids are integers in "
                  r"range\(4\)"),
         ({"a": 1}, r"action for entity 'a' of model 'Recorder'"),

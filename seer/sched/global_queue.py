@@ -105,6 +105,9 @@ class GlobalQueueRuntime(ThreadedRuntime):
     def pending(self) -> int:
         return len(self._global)
 
+    def _earliest_pending(self) -> tuple[float, int] | None:
+        return self._global[0][:2] if self._global else None
+
     # -- windows ---------------------------------------------------------------------------
     def _run(self, t_end: float) -> None:
         g = self._global

@@ -102,6 +102,9 @@ class WindowedRuntime(ThreadedRuntime):
         """Events scheduled for later steps (after a step has completed)."""
         return sum(len(h) for h in self._heaps)
 
+    def _earliest_pending(self) -> tuple[float, int] | None:
+        return self._calendar.head()
+
     # -- the window loop ------------------------------------------------------------------------
     def _run(self, t_end: float) -> None:
         calendar = self._calendar
