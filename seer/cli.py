@@ -1,4 +1,5 @@
-"""The ``seer`` command line: ``seer info``, ``seer demo``, ``seer --version``."""
+"""The ``seer`` command line: ``seer info``, ``seer demo``, ``seer stpa ...``,
+``seer --version``."""
 
 from __future__ import annotations
 
@@ -102,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--threads", type=int, default=2)
     p_demo.add_argument("--seed", type=int, default=0)
     p_demo.set_defaults(func=_cmd_demo)
+    from seer.stpa.cli import add_parser as add_stpa
+
+    add_stpa(sub)
     return parser
 
 

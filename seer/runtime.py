@@ -90,6 +90,8 @@ class Runtime(ABC):
 
     #: The runtime's name, as given to :func:`seer.make_runtime`.
     name: ClassVar[str] = "abstract"
+    #: What STPA measured and predicted when the runtime was built with threads="auto".
+    stpa: dict[str, Any] | None = None
 
     def __init__(self, model: Model, *, debug: bool = False,
                  max_events_per_step: int | None = None) -> None:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,10 @@ class BenchModel(seer.Model):
     own RNG, with delays of one lookahead (half a step) or more; a ping does the same busy
     work and folds its payload into the row. So a step has about ``n * (1 + fanout)`` events
     in at least two windows, and about ``n * fanout`` cross-entity events.
+
+    ``wait_us`` > 0 makes every event also *wait* that long (``time.sleep``, which releases
+    the CPU), like a handler that calls an external simulator or service: such a model's
+    best thread count exceeds the core count.
     """
 
     kinds = ("tick", "ping")
@@ -34,12 +39,18 @@ class BenchModel(seer.Model):
     step_length = 1.0
     fields = {"x": ((), np.float64), "hits": ((), np.int64)}  # noqa: RUF012
 
-    def __init__(self, n_entities: int, cost_us: float = 0.0, fanout: int = 1) -> None:
+    def __init__(self, n_entities: int, cost_us: float = 0.0, fanout: int = 1,
+                 wait_us: float = 0.0) -> None:
         super().__init__(n_entities)
         if not 0 <= fanout <= 16:
             raise ModelError(f"fanout must be in 0..16, got {fanout}")
-        self.name = f"BenchModel(n={n_entities}, cost={cost_us}us, fanout={fanout})"
+        if not (isinstance(wait_us, (int, float)) and 0 <= wait_us < 1e6):
+            raise ModelError(f"wait_us must be a number in [0, 1e6), got {wait_us!r}")
+        waits = f", wait={wait_us}us" if wait_us else ""
+        self.name = f"BenchModel(n={n_entities}, cost={cost_us}us, fanout={fanout}{waits})"
         self.busy = BusyWork(cost_us)
+        if wait_us:
+            self.busy = _Waiting(self.busy, wait_us * 1e-6)
         self.fanout = fanout
         self._all = [1] * n_entities
 
@@ -100,3 +111,17 @@ class EmptyModel(seer.Model):
     def outputs(self, entity: int, state: seer.StateArrays,
                 start: seer.StateArrays) -> tuple[Any, float, bool, bool, dict]:
         return None, 0.0, False, False, {}
+
+
+class _Waiting:
+    """Busy work followed by a wait that releases the CPU."""
+
+    __slots__ = ("busy", "seconds")
+
+    def __init__(self, busy: BusyWork, seconds: float) -> None:
+        self.busy = busy
+        self.seconds = seconds
+
+    def __call__(self) -> None:
+        self.busy()
+        time.sleep(self.seconds)

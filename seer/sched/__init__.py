@@ -76,10 +76,15 @@ RUNTIMES: dict[str, type[Runtime]] = {
 }
 
 
-def make_runtime(model: Model, runtime: str = "seer", *, threads: int = 2,
+def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str = 2,
                  **options: Any) -> Runtime:
     """Build the runtime named ``runtime`` for ``model``. ``threads`` is ignored by
-    ``serial``; other keyword options go to the runtime's constructor."""
+    ``serial``; other keyword options go to the runtime's constructor.
+
+    ``threads="auto"`` runs STPA's preflight (a few steps of ``model`` on a separate
+    runtime, with a seed of its own) and builds the runtime at the predicted thread count;
+    ``runtime.stpa`` then holds the prediction, the probe count, the preflight time and
+    the features. Needs the ``stpa`` extra (xgboost)."""
     try:
         cls = RUNTIMES[runtime]
     except (KeyError, TypeError):
@@ -87,4 +92,11 @@ def make_runtime(model: Model, runtime: str = "seer", *, threads: int = 2,
                          f"{sorted(RUNTIMES)}") from None
     if cls is SerialRuntime:
         return SerialRuntime(model, **options)
-    return cls(model, threads=threads, **options)
+    stpa = None
+    if threads == "auto":
+        from seer.stpa.predictor import choose_threads
+
+        threads, stpa = choose_threads(model, runtime)
+    rt = cls(model, threads=threads, **options)
+    rt.stpa = stpa
+    return rt

@@ -1,0 +1,15 @@
+"""STPA: preflight-guided thread-count prediction (``docs/design.md``, "STPA").
+
+``seer.stpa.predict(model)`` runs a short preflight of the model on a separate runtime,
+embeds the per-thread metric traces with a TimesURL-style encoder (numpy forward pass; torch
+is needed only to train it) and asks an xgboost regressor for the thread count.
+``seer.make_runtime(model, "seer", threads="auto")`` does the same and builds the runtime at
+that size. Needs the ``stpa`` extra (xgboost).
+"""
+
+from __future__ import annotations
+
+from seer.stpa.metrics import METRICS
+from seer.stpa.preflight import STATIC_FEATURES, Preflight, run_preflight
+
+__all__ = ["METRICS", "STATIC_FEATURES", "Preflight", "run_preflight"]
