@@ -105,7 +105,7 @@ def _caller_outside_seer() -> int:
 PACKAGES = (
     ("numpy", "numpy"), ("atomics", "atomics"), ("cffi", "cffi"),
     ("torch", "torch"), ("xgboost", "xgboost"),
-    ("pettingzoo", "pettingzoo"), ("gymnasium", "gymnasium"),
+    ("pettingzoo", "pettingzoo"), ("gymnasium", "gymnasium"), ("scipy", "scipy"),
     ("pyperf", "pyperf"), ("matplotlib", "matplotlib"), ("tqdm", "tqdm"),
     ("pytest", "pytest"), ("pytest-benchmark", "pytest_benchmark"),
     ("pytest-timeout", "pytest_timeout"), ("pytest-run-parallel", "pytest_run_parallel"),
