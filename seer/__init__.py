@@ -37,6 +37,7 @@ from seer.sched import (
     StaticBlockRuntime,
     StaticRuntime,
     make_runtime,
+    register_runtime,
 )
 from seer.serial import SerialRuntime
 
@@ -78,4 +79,5 @@ __all__ = [
     "free_threaded_build",
     "gil_disabled",
     "make_runtime",
+    "register_runtime",
 ]

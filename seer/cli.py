@@ -1,5 +1,5 @@
-"""The ``seer`` command line: ``seer info``, ``seer demo``, ``seer stpa ...``,
-``seer --version``."""
+"""The ``seer`` command line: ``seer info``, ``seer demo``, ``seer trace ...``,
+``seer stpa ...``, ``seer --version``."""
 
 from __future__ import annotations
 
@@ -89,6 +89,33 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if identical else 1
 
 
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from seer.specs import load_model, parse_kwargs
+    from seer.trace import plot_gantt
+
+    model = load_model(args.spec, parse_kwargs(args.kwargs))
+    runtime = seer.make_runtime(model, args.runtime, threads=args.threads, trace=True)
+    actions = getattr(model, "sample_actions", lambda step: None)
+    with runtime:
+        runtime.reset(args.seed)
+        for t in range(args.warmup):
+            runtime.step(actions(t))
+        runtime.trace.clear()  # only the traced steps
+        for t in range(args.warmup, args.warmup + args.steps):
+            runtime.step(actions(t))
+    trace = runtime.trace
+    path = trace.save(args.out)
+    runs = trace.runs()
+    print(f"{path}: {len(runs)} entity runs, {sum(r['events'] for r in runs)} events on "
+          f"{len(trace.threads)} threads; open it in https://ui.perfetto.dev or "
+          "chrome://tracing")
+    if args.png:
+        plot_gantt(trace, args.png, title=f"{model.name} on {runtime.name}"
+                   f"({runtime.threads}), {args.steps} step(s)")
+        print(f"{args.png}: Gantt chart of the same trace")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seer", description=seer.__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"seer {seer.__version__}")
@@ -103,6 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--threads", type=int, default=2)
     p_demo.add_argument("--seed", type=int, default=0)
     p_demo.set_defaults(func=_cmd_demo)
+    p_trace = sub.add_parser("trace", help="record an execution trace (Perfetto / Chrome "
+                                           "Trace Event JSON)")
+    p_trace.add_argument("spec", help="module:callable, e.g. workloads.pcs:PCS")
+    p_trace.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
+    p_trace.add_argument("--runtime", default="seer")
+    p_trace.add_argument("--threads", type=int, default=4)
+    p_trace.add_argument("--steps", type=int, default=3)
+    p_trace.add_argument("--warmup", type=int, default=1, help="untraced steps first")
+    p_trace.add_argument("--seed", type=int, default=0)
+    p_trace.add_argument("-o", "--out", default="trace.json")
+    p_trace.add_argument("--png", default="", help="also draw a Gantt chart to this file")
+    p_trace.set_defaults(func=_cmd_trace)
     from seer.stpa.cli import add_parser as add_stpa
 
     add_stpa(sub)

@@ -44,6 +44,7 @@ from seer.model import (
     make_row_class,
     read_only,
 )
+from seer.trace import Trace
 
 __all__ = ["Runtime", "StepResult", "run_event", "step_limit_error"]
 
@@ -94,10 +95,12 @@ class Runtime(ABC):
     stpa: dict[str, Any] | None = None
 
     def __init__(self, model: Model, *, debug: bool = False,
-                 max_events_per_step: int | None = None) -> None:
+                 max_events_per_step: int | None = None, trace: bool | Trace = False) -> None:
         self.spec: ModelSpec = compile_model(model)
         self.model = model
         self.debug = bool(debug)
+        #: The execution trace (``trace=True``), or None: see :mod:`seer.trace`.
+        self.trace: Trace | None = Trace() if trace is True else (trace or None)
         self.max_events_per_step = _event_limit(max_events_per_step)
         self._status = _NEW
         self._step_index = 0

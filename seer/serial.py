@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import heapq
 import pickle
+import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -36,10 +38,13 @@ class SerialRuntime(Runtime):
     name = "serial"
 
     def __init__(self, model: Model, *, debug: bool = False,
-                 max_events_per_step: int | None = None) -> None:
+                 max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
         self._heap: list[Event] = []
         self._payload_copies: dict[int, bytes] = {}  # debug: seq -> payload at emit
-        super().__init__(model, debug=debug, max_events_per_step=max_events_per_step)
+        super().__init__(model, debug=debug, max_events_per_step=max_events_per_step,
+                         trace=trace)
+        if self.trace is not None:
+            self.trace.ensure(1, [threading.current_thread().name])
 
     def _make_push(self, entity: int) -> Callable[[Event], Any]:
         if self.debug:
@@ -68,7 +73,7 @@ class SerialRuntime(Runtime):
         return self._heap[0][:2] if self._heap else None
 
     def _run(self, t_end: float) -> None:
-        if self.debug:
+        if self.debug or self.trace is not None:
             self._run_checked(t_end)
             return
         heap = self._heap
@@ -99,26 +104,37 @@ class SerialRuntime(Runtime):
             self.events_run += n
 
     def _run_checked(self, t_end: float) -> None:
-        """The same loop, plus the isolation check after each handler."""
+        """The same loop, plus (debug) the isolation and payload checks after each
+        handler, and (trace) a ``run`` slice per stretch of one entity's events."""
         heap = self._heap
-        shadow = {name: a.copy() for name, a in self._arrays.items()}
+        debug = self.debug
+        shadow = {name: a.copy() for name, a in self._arrays.items()} if debug else {}
+        run = _TracedRun(self.trace) if self.trace is not None else None
         n = 0
-        while heap and heap[0][0] < t_end:
-            ev = heapq.heappop(heap)
-            try:
-                frozen = self._payload_copies.pop(ev[1], None)
-                self._check_payload(ev, frozen, "between its emit and its delivery (the "
-                                    "sender kept a reference and changed it)")
-                run_event(self._handlers, self._contexts[ev[2]], ev)
-                self._check_isolation(ev[2], shadow)
-                self._check_payload(ev, frozen, "by its receiver's handler")
-            except BaseException as exc:
-                self._raise_failure(tag_event(exc, ev))
-            self.events_run += 1
-            n += 1
-            if n > self._event_limit:
-                self._mark_failed()
-                raise self._step_limit_error(ev[2], ev, f"{n} events so far")
+        try:
+            while heap and heap[0][0] < t_end:
+                ev = heapq.heappop(heap)
+                if run is not None:
+                    run.event(ev)
+                try:
+                    if debug:
+                        frozen = self._payload_copies.pop(ev[1], None)
+                        self._check_payload(ev, frozen, "between its emit and its delivery "
+                                            "(the sender kept a reference and changed it)")
+                    run_event(self._handlers, self._contexts[ev[2]], ev)
+                    if debug:
+                        self._check_isolation(ev[2], shadow)
+                        self._check_payload(ev, frozen, "by its receiver's handler")
+                except BaseException as exc:
+                    self._raise_failure(tag_event(exc, ev))
+                self.events_run += 1
+                n += 1
+                if n > self._event_limit:
+                    self._mark_failed()
+                    raise self._step_limit_error(ev[2], ev, f"{n} events so far")
+        finally:
+            if run is not None:
+                run.close()
 
     def _check_payload(self, ev: Event, frozen: bytes | None, when: str) -> None:
         if frozen is not None and _frozen(ev[4]) != frozen:
@@ -144,6 +160,31 @@ class SerialRuntime(Runtime):
                     "its own entity's rows and must emit an event to affect another",
                     model=self.spec.name, entity=entity, kind=None, time=self._contexts[
                         entity].now, field=name, other_entities=changed.tolist())
+
+
+class _TracedRun:
+    """Coalesces consecutive events of one entity into one ``run`` slice (serial)."""
+
+    __slots__ = ("count", "entity", "first", "last", "start", "trace")
+
+    def __init__(self, trace: Any) -> None:
+        self.trace = trace
+        self.entity = -1
+        self.count = 0
+
+    def event(self, ev: Event) -> None:
+        if ev[2] != self.entity:
+            self.close()
+            self.entity, self.first, self.count = ev[2], (ev[0], ev[1]), 0
+            self.start = time.perf_counter_ns()
+        self.count += 1
+        self.last = (ev[0], ev[1])
+
+    def close(self) -> None:
+        if self.count:
+            self.trace.slice(0, "run", self.start, time.perf_counter_ns(), entity=self.entity,
+                             events=self.count, first=self.first, last=self.last)
+        self.entity, self.count = -1, 0
 
 
 _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)

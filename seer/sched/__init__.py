@@ -65,6 +65,7 @@ __all__ = [
     "WorkerPool",
     "WorkerStats",
     "make_runtime",
+    "register_runtime",
     "validate_threads",
 ]
 
@@ -74,6 +75,22 @@ RUNTIMES: dict[str, type[Runtime]] = {
     for cls in (SerialRuntime, SeerRuntime, StaticRuntime, StaticBlockRuntime,
                 GlobalQueueRuntime, ExecutorRuntime)
 }
+
+
+def register_runtime(cls: type[Runtime], *, replace: bool = False) -> type[Runtime]:
+    """Make ``cls`` available to :func:`make_runtime` (and the benchmarks) under
+    ``cls.name``; returns ``cls``, so it can decorate a class. A name already taken is an
+    error unless ``replace``."""
+    if not (isinstance(cls, type) and issubclass(cls, Runtime)):
+        raise ModelError(f"register_runtime needs a Runtime subclass, got {cls!r}")
+    name = cls.name
+    if not isinstance(name, str) or not name or name == Runtime.name:
+        raise ModelError(f"{cls.__name__} needs a class attribute name = '...' to be "
+                         "registered")
+    if name in RUNTIMES and RUNTIMES[name] is not cls and not replace:
+        raise ModelError(f"runtime name {name!r} is taken by {RUNTIMES[name].__name__}")
+    RUNTIMES[name] = cls
+    return cls
 
 
 def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str = 2,

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Callable
 from functools import partial
 from types import MethodType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -49,9 +50,11 @@ from seer.sched.calendar import CalendarBatch
 from seer.sched.pool import WorkerStats
 from seer.sched.threaded import MAX_THREADS
 from seer.sched.windows import WindowedRuntime
+from seer.trace import Trace
 
 __all__ = ["DualQueueRuntime", "SeerRuntime", "StaticBlockRuntime", "StaticRuntime"]
 
+_ns = time.perf_counter_ns
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 _NO_FAILURE = (math.inf, 1 << 64)  # above every event key
@@ -221,6 +224,41 @@ class WindowWorker:
         return failure
 
 
+class TracingWindowWorker(WindowWorker):
+    """A :class:`WindowWorker` that records a ``run`` slice per entity (``trace=True``).
+
+    It runs each entity through the ordinary hot loop, one entity per call, after merging
+    its intake itself so that the first event's key is known: tracing costs a call and two
+    clock reads per entity, and the untraced runtime uses :class:`WindowWorker` unchanged.
+    """
+
+    __slots__ = ("index", "task_end", "trace")
+
+    def __init__(self, *args: Any, index: int, trace: Trace) -> None:
+        super().__init__(*args)
+        self.index = index
+        self.trace = trace
+        self.task_end = 0
+
+    def run_entities(self, entities: list[int], bound: tuple[float, int]) -> None:
+        heaps, contexts, merge, heads = self.heaps, self.contexts, self.leq.merge, self.heads
+        run_one, index, trace = super().run_entities, self.index, self.trace
+        for e in entities:
+            if heads[e] != NIL:
+                merge(e)
+            heap = heaps[e]
+            limit = self.failure_key if self.failure_key < bound else bound
+            first = heap[0][:2] if heap and heap[0] < limit else None
+            before = self.events
+            t0 = _ns()
+            run_one([e], bound)
+            n = self.events - before
+            if n:
+                ctx = contexts[e]
+                trace.slice(index, "run", t0, _ns(), entity=e, events=n, first=first,
+                            last=(ctx.now, ctx._seq))
+
+
 class DualQueueRuntime(WindowedRuntime):
     """Windows on ``threads`` OS threads (the caller is one) over LEQs + PEL, with the work
     assignment ``assignment`` (a name from :data:`seer.sched.assignment.ASSIGNMENTS` or an
@@ -237,13 +275,13 @@ class DualQueueRuntime(WindowedRuntime):
     default_assignment: ClassVar[str] = "steal"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
-                 max_events_per_step: int | None = None,
+                 max_events_per_step: int | None = None, trace: bool | Any = False,
                  assignment: str | Assignment | None = None,
                  arena_capacity: int | None = None, atomics_path: str | None = None,
                  spin_us: float = 50.0) -> None:
         self.assignment = get_assignment(assignment or self.default_assignment)
         super().__init__(model, threads=threads, debug=debug,
-                         max_events_per_step=max_events_per_step)
+                         max_events_per_step=max_events_per_step, trace=trace)
         n = self.spec.n_entities
         batch = 64
         capacity = (arena_capacity or max(8192, 8 * n)) + 2 * batch * self._threads
@@ -281,13 +319,16 @@ class DualQueueRuntime(WindowedRuntime):
             old.slab.release()  # its free records go back to the arena's pool
         pool = self._pool
         threads = pool.threads
+        traced = {} if self.trace is None else {"trace": self.trace}
+        worker = WindowWorker if self.trace is None else TracingWindowWorker
         self._workers = [
-            WindowWorker(self._leqs.worker(self._arena.slab(i), self._atomics_path),
-                         self.assignment.claimer(self._pel, i, threads, self._atomics_path),
-                         self._pel.claimer(threads, path=self._atomics_path),
-                         pool.stats[i], self._contexts, self._handlers,
-                         self._private_views(), self._event_limit,
-                         partial(step_limit_error, self.spec.name, self.max_events_per_step))
+            worker(self._leqs.worker(self._arena.slab(i), self._atomics_path),
+                   self.assignment.claimer(self._pel, i, threads, self._atomics_path),
+                   self._pel.claimer(threads, path=self._atomics_path),
+                   pool.stats[i], self._contexts, self._handlers,
+                   self._private_views(), self._event_limit,
+                   partial(step_limit_error, self.spec.name, self.max_events_per_step),
+                   **({"index": i, **traced} if traced else {}))
             for i in range(threads)
         ]
 
@@ -311,20 +352,59 @@ class DualQueueRuntime(WindowedRuntime):
         self._bound = bound
         self._abort = False
         pool = self._pool
+        trace = self.trace
+        if trace is not None:
+            start = _ns()
+            trace.counter(0, "ready entities", len(ready))
         try:
             if len(ready) == 1 or pool.threads == 1:
                 self._workers[0].run_entities(ready.tolist(), bound)
             else:
                 self.assignment.publish(self._pel, ready, pool.threads, self.spec.n_entities)
-                pool.run(self._window_task, self._abort_window,
-                         give_up_after=self._give_up_after)
+                task = self._window_task if trace is None else self._window_task_traced
+                pool.run(task, self._abort_window, give_up_after=self._give_up_after)
         except BaseException as exc:
             self._collect()
             self._raise_failure(exc)
+        finally:
+            if trace is not None:
+                self._trace_window(start, len(ready), bound)
         self._collect()
         failures = [f for w in self._workers if (f := w.take_failure()) is not None]
         if failures:
             self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))
+
+    def _trace_window(self, start: int, ready: int, bound: tuple[float, int]) -> None:
+        """The window's slice on the caller's track and each thread's barrier wait."""
+        end = _ns()
+        trace = self.trace
+        trace.slice(0, "window", start, end, ready=ready, bound=bound)
+        for i, w in enumerate(self._workers):
+            if start <= w.task_end < end:
+                trace.slice(i, "wait", w.task_end, end)
+            w.task_end = 0
+
+    def _window_task_traced(self, index: int) -> None:
+        """:meth:`_window_task` recording each claim (``steal`` when from another thread's
+        home segment) and when the thread ran out of work."""
+        w = self._workers[index]
+        claimer = w.claimer
+        claimer.reset(self._pool.threads)
+        items, bound, run, trace = self._pel.items, self._bound, w.run_entities, self.trace
+        try:
+            while not self._abort:
+                steals = claimer.steals
+                chunk = claimer.claim()
+                if chunk is None:
+                    return
+                trace.instant(index, "steal" if claimer.steals > steals else "claim",
+                              start=chunk[0], stop=chunk[1])
+                run(items[chunk[0]:chunk[1]].tolist(), bound)
+        except BaseException:
+            self._abort = True
+            raise
+        finally:
+            w.task_end = _ns()
 
     def _collect(self) -> None:
         for w in self._workers:
@@ -357,14 +437,21 @@ class DualQueueRuntime(WindowedRuntime):
         self._out_failures: list[tuple[int, BaseException]] = []
         self._pel.publish(self._agent_positions)
         try:
-            pool.run(self._outputs_task, self._abort_window,
-                     give_up_after=self._give_up_after)
+            task = self._outputs_task if self.trace is None else self._outputs_task_traced
+            pool.run(task, self._abort_window, give_up_after=self._give_up_after)
             if self._out_failures:  # the first agent in output order, as serially
                 raise min(self._out_failures, key=lambda f: f[0])[1]
             return self._step_result(self._out)
         finally:
             self._out = None
             self._out_failures = []
+
+    def _outputs_task_traced(self, index: int) -> None:
+        start = _ns()
+        try:
+            self._outputs_task(index)
+        finally:
+            self.trace.slice(index, "outputs", start, _ns())
 
     def _outputs_task(self, index: int) -> None:
         w = self._workers[index]

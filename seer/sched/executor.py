@@ -9,8 +9,11 @@ which the entity's runner drains into the entity's heap when it next runs.
 from __future__ import annotations
 
 import heapq
+import threading
+import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any
 
 import numpy as np
 
@@ -51,12 +54,16 @@ class ExecutorRuntime(WindowedRuntime):
     name = "executor"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
-                 max_events_per_step: int | None = None) -> None:
+                 max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
         super().__init__(model, threads=threads, debug=debug,
-                         max_events_per_step=max_events_per_step)
+                         max_events_per_step=max_events_per_step, trace=trace)
+        self._trace_threads()
         self._inboxes: list[deque] = [deque() for _ in range(self.spec.n_entities)]
         self._bound: tuple[float, int] = (0.0, -1)
         self._executor = self._start_executor(self._threads)
+        self._track_local = threading.local()
+        self._track_lock = threading.Lock()
+        self._tracks_assigned = 0
 
     def _start_executor(self, threads: int) -> ThreadPoolExecutor:
         executor = ThreadPoolExecutor(max_workers=threads,
@@ -84,6 +91,7 @@ class ExecutorRuntime(WindowedRuntime):
         failure is the one serial stepping meets first."""
         worker = ExecutorWorker(self._inboxes)
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
+        trace = self.trace
         n = 0
         failure: BaseException | None = None
         try:
@@ -96,7 +104,10 @@ class ExecutorRuntime(WindowedRuntime):
                     _heappush(heap, inbox.popleft())
                 worker.cur, worker.heap = e, heap
                 try:
-                    n += self._run_entity(e, bound, worker.push, worker.cal)
+                    if trace is None:
+                        n += self._run_entity(e, bound, worker.push, worker.cal)
+                    else:
+                        n += self._run_entity_traced(e, bound, worker, trace)
                 except Exception as exc:
                     ev = event_of(exc)
                     if failure is None or ev[:2] < event_of(failure)[:2]:
@@ -106,6 +117,29 @@ class ExecutorRuntime(WindowedRuntime):
             self._abort = True  # Ctrl-C: stop the other chunks of this window early
             raise
         return n, worker.cal, failure
+
+    def _run_entity_traced(self, e: int, bound: tuple[float, int], worker: ExecutorWorker,
+                           trace: Any) -> int:
+        """:meth:`_run_entity` with a ``run`` slice on this executor thread's track
+        (executor threads are numbered 1.. in the order they first ran a chunk)."""
+        heap = self._heaps[e]
+        first = heap[0][:2] if heap and heap[0] < bound else None
+        t0 = time.perf_counter_ns()
+        n = self._run_entity(e, bound, worker.push, worker.cal)
+        if n:
+            ctx = self._contexts[e]
+            trace.slice(self._executor_track(), "run", t0, time.perf_counter_ns(), entity=e,
+                        events=n, first=first, last=(ctx.now, ctx._seq))
+        return n
+
+    def _executor_track(self) -> int:
+        local = self._track_local
+        track = getattr(local, "track", None)
+        if track is None:
+            with self._track_lock:
+                track = local.track = 1 + self._tracks_assigned % self._threads
+                self._tracks_assigned += 1
+        return track if track < len(self.trace.threads) else 0
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound

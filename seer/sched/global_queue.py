@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -30,6 +31,8 @@ from seer.sched.threaded import ThreadedRuntime
 from seer.sched.windows import window_bound
 
 __all__ = ["GlobalQueueRuntime"]
+
+_ns = time.perf_counter_ns
 
 
 class GlobalWorker:
@@ -61,14 +64,15 @@ class GlobalQueueRuntime(ThreadedRuntime):
     name = "global"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
-                 max_events_per_step: int | None = None, spin_us: float = 50.0) -> None:
+                 max_events_per_step: int | None = None, trace: bool | Any = False,
+                 spin_us: float = 50.0) -> None:
         global_heap: list[Event] = []
         self._global = global_heap
         self._lock = threading.Lock()
         # A bound function of the heap, not of the runtime: see WindowedRuntime.
         self._coordinator_push = partial(heapq.heappush, global_heap)
         super().__init__(model, threads=threads, debug=debug,
-                         max_events_per_step=max_events_per_step)
+                         max_events_per_step=max_events_per_step, trace=trace)
         n = self.spec.n_entities
         self._owner = [False] * n
         self._deferred: list[list[Event]] = [[] for _ in range(n)]
@@ -148,6 +152,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
         contexts, handlers = self._contexts, self._handlers
         pop, push = heapq.heappop, heapq.heappush
         limit = self._event_limit
+        trace = self.trace
         try:
             while not self._abort:
                 with lock:
@@ -163,6 +168,8 @@ class GlobalQueueRuntime(ThreadedRuntime):
                 ctx._push = w.push
                 w.cur = e
                 mine = deferred[e]
+                if trace is not None:  # once per entity run, not per event
+                    run_start, run_first, run_events = _ns(), (ev[0], ev[1]), w.events
                 while True:
                     run_event(handlers, ctx, ev)
                     w.events += 1
@@ -177,6 +184,10 @@ class GlobalQueueRuntime(ThreadedRuntime):
                         owner[e] = False
                         w.cur = -1
                         break
+                if trace is not None:
+                    trace.slice(index, "run", run_start, _ns(), entity=e,
+                                events=w.events - run_events, first=run_first,
+                                last=(ev[0], ev[1]))
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 self._abort = True  # Ctrl-C: everyone stops

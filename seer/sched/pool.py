@@ -31,6 +31,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from typing import Any
 
 from seer.errors import event_of
 from seer.platform import cpu_count
@@ -101,6 +102,8 @@ class WorkerPool:
         self._inside: list[bool] = [False]
         #: Workers given up on by ``run`` after repeated Ctrl-C: ``(index, thread name)``.
         self.stuck: list[tuple[int, str]] = []
+        #: A :class:`seer.trace.Trace` to record wake-ups in (set by a traced runtime).
+        self.trace: Any = None
         _live_pools.add(self)
         self.resize(threads)
 
@@ -156,7 +159,8 @@ class WorkerPool:
             published = self._published
             while published[0] == seen and time.perf_counter_ns() < spin_until:
                 published = self._published
-            if published[0] == seen:
+            parked = published[0] == seen
+            if parked:
                 published = None  # may be the finished task: do not keep it while parked
                 with cond:
                     while self._published[0] == seen:
@@ -168,6 +172,8 @@ class WorkerPool:
                 return
             if task is None:  # a wake-up without work (resize): nothing to count
                 continue
+            if self.trace is not None:  # once per task, never per event
+                self.trace.instant(index, "wake", parked=parked)
             t0 = time.perf_counter()
             c0 = time.thread_time()
             stats.idle_s += t0 - t_idle

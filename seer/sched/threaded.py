@@ -20,6 +20,7 @@ Subclasses supply the event machinery of :class:`~seer.runtime.Runtime` and
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -50,7 +51,7 @@ class ThreadedRuntime(Runtime):
     of them); see the module docstring."""
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
-                 max_events_per_step: int | None = None) -> None:
+                 max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
         self._threads = validate_threads(threads)
         if debug:
             raise ModelError(f"debug mode (isolation checks) is only available in "
@@ -61,7 +62,8 @@ class ThreadedRuntime(Runtime):
         self._pool: WorkerPool | None = None
         self._finalizer: weakref.finalize | None = None
         self.windows_run = 0
-        super().__init__(model, debug=False, max_events_per_step=max_events_per_step)
+        super().__init__(model, debug=False, max_events_per_step=max_events_per_step,
+                         trace=trace)
         warn_if_gil_enabled(threads)
 
     # -- threads -------------------------------------------------------------------------
@@ -80,7 +82,21 @@ class ThreadedRuntime(Runtime):
         pool = WorkerPool(self._threads, name=self._thread_name(), spin_us=spin_us)
         self._pool = pool
         self._own_threads(pool.close)
+        self._trace_threads()
         return pool
+
+    def _trace_threads(self) -> None:
+        """Give the trace one track per thread, named after the threads (the caller's is
+        the thread that built or resized the runtime)."""
+        if self.trace is None:
+            return
+        names = [threading.current_thread().name]
+        if self._pool is not None:
+            names += [t.name for t in self._pool._threads]
+            self._pool.trace = self.trace
+        else:  # an executor's threads: one track each, after the caller's
+            names += [f"{self._thread_name()}-executor-{i}" for i in range(self._threads)]
+        self.trace.ensure(len(names), names)
 
     def _own_threads(self, release: Callable[[], Any]) -> None:
         """Register ``release`` to stop this runtime's threads on ``close()``, when the
@@ -106,6 +122,7 @@ class ThreadedRuntime(Runtime):
             threads = validate_threads(threads)
             self._resize_threads(threads)
             self._threads = threads
+            self._trace_threads()
 
     def _resize_threads(self, threads: int) -> None:
         """Grow or shrink this runtime's threads to ``threads``."""

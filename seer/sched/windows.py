@@ -65,7 +65,7 @@ class WindowedRuntime(ThreadedRuntime):
     ready entities; see the module docstring. Subclasses implement :meth:`_run_window`."""
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
-                 max_events_per_step: int | None = None) -> None:
+                 max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
         n = model.n_entities if isinstance(model, Model) else 0
         heaps: list[list[Event]] = [[] for _ in range(n)]
         calendar = Calendar(n)
@@ -81,7 +81,7 @@ class WindowedRuntime(ThreadedRuntime):
         # threads would outlive a dropped runtime until then).
         self._coordinator_push = coordinator_push
         super().__init__(model, threads=threads, debug=debug,
-                         max_events_per_step=max_events_per_step)
+                         max_events_per_step=max_events_per_step, trace=trace)
 
     # -- coordinator-side event placement (between windows, single-threaded) ----------------
     def _make_push(self, entity: int) -> Callable[[Event], Any]:

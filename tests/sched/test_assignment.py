@@ -73,3 +73,23 @@ def test_own_segment_claims_cover_the_segment_once_in_chunks():
             got += pel.items[chunk[0]:chunk[1]].tolist()
         assert claimer.steals == 0
     assert sorted(got) == list(range(100))
+
+
+def test_registering_a_runtime_with_a_custom_assignment():
+    from seer.sched import RUNTIMES, register_runtime
+
+    @register_runtime
+    class ReversedRuntime(DualQueueRuntime):
+        name = "test-reversed"
+        default_assignment = Reversed()
+
+    try:
+        rt = seer.make_runtime(RandomModel(12), "test-reversed", threads=2)
+        assert isinstance(rt, ReversedRuntime) and rt.stats["assignment"] == "reversed"
+        rt.close()
+        with pytest.raises(seer.ModelError, match="runtime name 'test-reversed' is taken"):
+            register_runtime(type("Other", (DualQueueRuntime,), {"name": "test-reversed"}))
+        with pytest.raises(seer.ModelError, match="needs a class attribute name"):
+            register_runtime(type("Nameless", (DualQueueRuntime,), {"name": "abstract"}))
+    finally:
+        RUNTIMES.pop("test-reversed", None)
