@@ -1,4 +1,5 @@
-"""The text of bench/RESULTS.md: tables of ratios over serial, goals, load balance, queues.
+"""The text of bench/RESULTS.md: tables of ratios over serial, goals, load balance, queues
+and STPA (``bench/results/stpa.json``, written by :mod:`bench.stpa`).
 
 Every function returns lines; :func:`write_results` joins the sections. Ratios are
 throughput over serial paired by round (:meth:`bench.stats.Part.speedup`).
@@ -14,11 +15,16 @@ from bench.sizes import ALL, PEERS, Sizes
 from bench.stats import Part, capacity
 from seer.cli import interpreter_facts
 
-__all__ = ["goals", "ratios", "table", "write_results"]
+__all__ = ["goals", "ratios", "stpa_goals", "table", "write_results"]
 
 READING = Path(__file__).resolve().parent / "READING.md"
 #: the pooled peers SEER is meant to beat
 PEER_NAMES = ("static(2)", "static-block(2)", "global(2)")
+#: STPA's goals: mean regret at least this, and a preflight of at most this fraction of an
+#: episode of EPISODE_STEPS steps (as in bench.stpa, which this module does not import)
+REGRET_GOAL, PREFLIGHT_GOAL, EPISODE_STEPS = 0.95, 0.05, 200
+#: what STPA is compared with (the oracle is the label itself, not a baseline)
+NOT_BASELINES = ("stpa", "oracle")
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -43,9 +49,10 @@ def ratios(m: Part, config: str, names: list[str], spread: bool = False) -> list
 
 
 def write_results(m: dict[str, Part], balance: dict[str, dict], z: Sizes, figures: list[str],
-                  run: dict, span: str) -> str:
-    """The whole of RESULTS.md for the parts ``m``, measured over ``span``."""
-    out = _header(m, z, run, span)
+                  run: dict, span: str, stpa: dict | None = None) -> str:
+    """The whole of RESULTS.md for the parts ``m``, measured over ``span``; ``stpa`` is
+    ``bench/results/stpa.json`` (None when it was not measured)."""
+    out = _header(m, z, run, span, stpa)
     if READING.exists() and z.mode != "smoke":
         out += [READING.read_text().strip(), ""]
     for section in (_workloads, _hotspot, _cost_sweep, _complexity, _thread_scans, _latency,
@@ -53,11 +60,13 @@ def write_results(m: dict[str, Part], balance: dict[str, dict], z: Sizes, figure
         out += section(m, z)
     out += _load_balance(balance)
     out += _queues(m["queues"])
+    out += _stpa(stpa)
     out += ["## Figures", "", *[f"![{f}](figures/{f})" for f in figures]]
     return "\n".join(out) + "\n"
 
 
-def _header(m: dict[str, Part], z: Sizes, run: dict, span: str) -> list[str]:
+def _header(m: dict[str, Part], z: Sizes, run: dict, span: str, stpa: dict | None
+            ) -> list[str]:
     facts = interpreter_facts()
     flag = {"fast": "", "full": " --full", "smoke": " --smoke"}[z.mode]
     cores, per_round = capacity(m["capacity"].runs)
@@ -79,7 +88,7 @@ def _header(m: dict[str, Part], z: Sizes, run: dict, span: str) -> list[str]:
         "`bench/results/` (`python -m pyperf show FILE`, `python -m pyperf compare_to "
         "A B`).", "",
         "## DESIGN.md section 10: measured next to the goals", "",
-        *table(["figure", "goal", "measured in this run", "met"], goals(m, z)), ""]
+        *table(["figure", "goal", "measured in this run", "met"], goals(m, z, stpa)), ""]
 
 
 # -- goals ---------------------------------------------------------------------------------
@@ -104,8 +113,9 @@ def _hotspot_goal(h: Part, z: Sizes) -> tuple[str, str]:
     return "; ".join(cells), f"{sum(wins)} of {len(wins)} hotspot peaks"
 
 
-def goals(m: dict[str, Part], z: Sizes) -> list[list[str]]:
-    """DESIGN.md section 10, measured in this run (speed-ups paired by round)."""
+def goals(m: dict[str, Part], z: Sizes, stpa: dict | None = None) -> list[list[str]]:
+    """DESIGN.md section 10, measured in this run (speed-ups paired by round; STPA from
+    ``stpa``, measured by :mod:`bench.stpa`)."""
     air, pcs = m["aircraft"], m["pcs"]
     air_seer = air.speedup(f"{z.air}-serial", f"{z.air}-seer(2)")
     pcs_seer = pcs.speedup(f"{z.pcs}-serial", f"{z.pcs}-seer(2)")
@@ -134,9 +144,47 @@ def goals(m: dict[str, Part], z: Sizes) -> list[list[str]]:
         ["time per event, empty handler, seer(1) (upper bound of the scheduler overhead)",
          "<= 3 µs", f"{per_event:.2f} µs (serial {serial_event:.2f} µs)",
          _yes(per_event <= 3)],
-        ["STPA choice vs best thread count of a full scan", ">= 95 %", "not built yet", "-"],
+        *stpa_goals(stpa),
         ["parallel runs bit-identical to serial", "always",
          "checked by the test suite (tests/sched) and by `seer demo`", "-"],
+    ]
+
+
+def _stpa_verdict(stpa: dict) -> tuple[dict, dict[str, dict], list[str]]:
+    """STPA's metrics, the baselines' and the baselines STPA does not beat on mean regret."""
+    methods = stpa["evaluation"]["methods"]
+    mine = methods["stpa"]
+    baselines = {k: v for k, v in methods.items() if k not in NOT_BASELINES}
+    behind = [k for k, v in baselines.items() if mine["regret_mean"] <= v["regret_mean"]]
+    return mine, baselines, behind
+
+
+def stpa_goals(stpa: dict | None) -> list[list[str]]:
+    """The STPA rows of the goals table: regret (and against the baselines), preflight."""
+    if stpa is None:
+        missing = "not measured: run `python -m bench.stpa`"
+        return [["STPA choice vs best thread count of a full scan", ">= 95 %", missing, "-"],
+                ["STPA preflight (+ prediction)", f"<= {100 * PREFLIGHT_GOAL:g} % of a "
+                 f"{EPISODE_STEPS}-step episode", missing, "-"]]
+    mine, baselines, behind = _stpa_verdict(stpa)
+    ev, pre = stpa["evaluation"], stpa["preflight"]
+    n = len(ev["rows"])
+    best_other = max(baselines, key=lambda k: baselines[k]["regret_mean"])
+    vs = (f"; best baseline {best_other} {100 * baselines[best_other]['regret_mean']:.1f} %"
+          + (f"; not beaten: {', '.join(behind)}" if behind else "; beats every baseline"))
+    fractions = [r["fraction"] for r in pre["models"]]
+    return [
+        ["STPA (`bench.stpa`, its own run; see the STPA section) choice vs best thread "
+         "count of a full scan: mean regret (throughput at the choice / best), held out, and "
+         "better than every baseline",
+         f">= {100 * REGRET_GOAL:g} %, > baselines",
+         f"{100 * mine['regret_mean']:.1f} % (worst {100 * mine['regret_worst']:.1f} %) "
+         f"over {n} held-out preflights, {ev['folds']}-fold grouped{vs}",
+         _yes(mine["regret_mean"] >= REGRET_GOAL and not behind)],
+        [f"STPA preflight (+ prediction), share of a {EPISODE_STEPS}-step episode "
+         "(extrapolated from measured steps)", f"<= {100 * PREFLIGHT_GOAL:g} %",
+         "; ".join(f"{r['model']}: {100 * r['fraction']:.1f} %" for r in pre["models"]),
+         _yes(all(f <= PREFLIGHT_GOAL for f in fractions))],
     ]
 
 
@@ -229,3 +277,105 @@ def _queues(q: Part) -> list[str]:
     return ["## Queue structures and atomics paths (time per operation)", "",
             *table(["benchmark", "median"],
                    [[name, f"{v * 1e9:.0f} ns"] for name, v in q.items()]), ""]
+
+
+def _stpa(stpa: dict | None) -> list[str]:
+    """STPA: the evaluation table beside the paper's, the goals, the misses and the
+    preflight cost, with the commands that produced them."""
+    title = "## STPA: thread-count prediction and preflight cost"
+    if stpa is None:
+        return [title, "", "Not measured: run `.venv/bin/python -m bench.stpa` (or "
+                "`python -m bench.report --only stpa`).", ""]
+    ev, pre, data = stpa["evaluation"], stpa["preflight"], stpa["dataset"]
+    got = data.get("collected", {})
+    machine = got.get("machine", {})
+    cap = stpa.get("capacity", {})
+    t_max, n = int(ev["t_max"]), len(ev["rows"])
+    settings = stpa["settings"]
+    subset = (f" (a subset: {data['rows']} of its {data['rows_in_file']} rows)"
+              if data["rows"] != data.get("rows_in_file", data["rows"]) else "")
+    out = [title, "",
+           f"- Data set: `{data['path']}`{subset}, {data['configurations']} configurations "
+           f"in {data['groups']} groups, {data['rows']} preflights (rows), full scans "
+           f"T = 1..{t_max}; collected by `{got.get('command', 'seer stpa collect').strip()}`"
+           + (f" on {got['date']}" if "date" in got else "")
+           + (f", {machine['cores']} cores" if "cores" in machine else "") + ". A row's "
+           "label is the smallest T within "
+           f"{100 * got.get('tolerance', 0.03):g} % of the best median throughput.",
+           f"- Measured by `{stpa['command']}` on {stpa['date']} ({stpa['minutes']:.1f} "
+           f"minutes, code at commit {stpa.get('commit', 'unknown')}); parallel capacity "
+           + ", ".join(f"{k} {v:.2f}" for k, v in cap.items())
+           + " effective cores (of 2). The same evaluation: `seer stpa evaluate --folds "
+           f"{settings['folds']} --epochs {settings['epochs']} --seed {settings['seed']} "
+           "--out report.json`.", ""]
+    out += [f"### Held-out accuracy ({settings['folds']}-fold grouped by configuration "
+            f"group, {n} held-out preflights)", "",
+            *table(["method", "MAE", "MSE", "MAE (threads)", "MSE (threads²)", "mean regret",
+                    "worst regret", "paper's Table 1 MAE"],
+                   [[name, f"{m['mae']:.3f}", f"{m['mse']:.3f}", f"{m['mae_threads']:.2f}",
+                     f"{m['mse_threads']:.2f}", f"{m['regret_mean']:.3f}",
+                     f"{m['regret_worst']:.3f}",
+                     f"{stpa['paper_table_1'][name]:g}" if name in stpa["paper_table_1"]
+                     else "-"] for name, m in ev["methods"].items()]), "",
+            f"MAE and MSE are of T*/t_max (t_max = {t_max}); '(threads)' is the same error "
+            "in threads. Regret is the throughput at the chosen count over the best "
+            "throughput of that configuration's scan (medians of the scan's repeats): 1 is "
+            "the best choice. The oracle predicts the label itself; its regret is below 1 "
+            "where the label is a smaller count within the tolerance of the best. The "
+            "paper's Table 1 was measured on its own machines, data and thread ranges, so "
+            "its figures stand beside ours for orientation, not as a like-for-like "
+            "comparison.", ""]
+    mine, baselines, behind = _stpa_verdict(stpa)
+    ahead = [k for k in baselines if k not in behind]
+    by_mae = [k for k, v in baselines.items() if v["mae"] <= mine["mae"]]
+    regret_ok = mine["regret_mean"] >= REGRET_GOAL
+    out += ["### Goals", "",
+            f"- Mean regret >= {REGRET_GOAL:.2f}: STPA {mine['regret_mean']:.3f} "
+            f"(worst {mine['regret_worst']:.3f}): "
+            + ("met." if regret_ok else "**not met**."),
+            "- Better than every baseline (mean regret): "
+            + ("met, ahead of " + ", ".join(
+                f"{k} {baselines[k]['regret_mean']:.3f}" for k in ahead) + "."
+               if not behind else
+               "**not met**: not ahead of " + ", ".join(
+                   f"{k} ({baselines[k]['regret_mean']:.3f})" for k in behind)
+               + (f"; ahead of {', '.join(ahead)}." if ahead else ".")),
+            "- By MAE: " + ("STPA's is the lowest of all methods but the oracle."
+                            if not by_mae else "**not** the lowest: "
+                            + ", ".join(f"{k} {baselines[k]['mae']:.3f}" for k in by_mae)
+                            + f" against STPA's {mine['mae']:.3f}."), ""]
+    lost = [r for r in ev["rows"] if r.get("regret", 1.0) < REGRET_GOAL]
+    if lost:
+        by_name: dict[str, list[dict]] = {}
+        for r in lost:
+            by_name.setdefault(r["name"], []).append(r)
+        out += [f"Held-out preflights where STPA's choice loses more than "
+                f"{100 * (1 - REGRET_GOAL):g} % of the best throughput: {len(lost)} of {n}, "
+                f"in {len(by_name)} configurations (figure `stpa_choices.png`):", "",
+                *table(["configuration", "preflights", "best T", "STPA's T", "regret"],
+                       [[name, str(len(rs)), str(rs[0]["best"]),
+                         ", ".join(str(r["stpa"]) for r in rs),
+                         ", ".join(f"{r['regret']:.3f}" for r in rs)]
+                        for name, rs in by_name.items()]), ""]
+    rows = []
+    for r in pre["models"]:
+        rows.append([r["model"], str(r["probe"]), ", ".join(map(str, r["choices"])),
+                     f"{r['cost_s']:.2f}", f"{1e3 * r['mean_step_s']:.1f} (T={r['threads']})",
+                     f"{r['episode_s']:.1f}", f"{100 * r['fraction']:.1f} %",
+                     _yes(r["fraction"] <= PREFLIGHT_GOAL)])
+    k, steps = pre["repeats"], pre["steps"]
+    out += [f"### Preflight cost (goal: <= {100 * pre['goal']:g} % of a "
+            f"{pre['episode_steps']}-step episode)", "",
+            *table(["model", "probe T", "STPA's choice per preflight",
+                    f"choose_threads s (median of {k})",
+                    f"mean step ms at the choice ({steps} steps)",
+                    f"{pre['episode_steps']}-step episode s (extrapolated)",
+                    "preflight / episode", "met"], rows), "",
+            "`choose_threads(model)` runs the preflight (a fresh runtime at the probe count, "
+            "a warm-up step and 8 observed steps) and the prediction; its wall time is "
+            "divided by 200 times the mean step time of `seer` at the chosen count, timed "
+            f"over {steps} steps after a warm-up step. The episode time is extrapolated "
+            "from those steps, not measured. Loading the shipped predictor (once per "
+            f"process) took {pre['predictor_load_s']:.2f} s more and is not included. "
+            f"The machine has {stpa.get('cores', '?')} cores.", ""]
+    return out

@@ -22,8 +22,10 @@ __all__ = ["draw"]
 Series = tuple[str, Sequence[float], Sequence[float]]
 
 
-def draw(m: dict[str, Part], balance: dict[str, dict], z: Sizes, where: Path) -> list[str]:
-    """Write every figure into ``where``; return their file names in report order."""
+def draw(m: dict[str, Part], balance: dict[str, dict], z: Sizes, where: Path,
+         stpa: dict | None = None) -> list[str]:
+    """Write every figure into ``where``; return their file names in report order.
+    ``stpa`` is ``bench/results/stpa.json`` (:mod:`bench.stpa`), None when not measured."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     figures = {
@@ -33,6 +35,8 @@ def draw(m: dict[str, Part], balance: dict[str, dict], z: Sizes, where: Path) ->
         "hotspot.png": _hotspot(m["pcs_hotspot"], z),
         "cpu_per_thread.png": _cpu_per_thread(balance),
     }
+    if stpa is not None:
+        figures["stpa_choices.png"] = _stpa_choices(stpa)
     for name, fig in figures.items():
         FigureCanvasAgg(fig)
         fig.tight_layout()
@@ -138,4 +142,40 @@ def _cpu_per_thread(balance: dict[str, dict]) -> Figure:
         ax.set_ylabel("CPU seconds")
         ax.set_title(f"{workload}: per-thread CPU time", fontsize=9)
         ax.legend(fontsize=7)
+    return fig
+
+
+def _stpa_choices(stpa: dict) -> Figure:
+    """Per held-out configuration: the best thread count of its full scan (the label, a
+    ring) and STPA's choice for each of its preflights (dots, red where the choice loses
+    more than 5 % of the best throughput)."""
+    report = stpa["evaluation"]
+    t_max = int(report["t_max"])
+    by_name: dict[str, list[dict]] = {}
+    for row in report["rows"]:
+        by_name.setdefault(row["name"], []).append(row)
+    names = list(by_name)
+    fig = _new_figure(6.5, 1.6 + 0.24 * len(names))
+    ax = fig.add_subplot()
+    for y, name in enumerate(names):
+        rows = by_name[name]
+        ax.plot(rows[0]["best"], y, "o", ms=11, mfc="none", mec="black", mew=1.3,
+                label="best (label)" if y == 0 else None)
+        for j, r in enumerate(rows):
+            offset = 0.18 * (j - (len(rows) - 1) / 2)
+            lost = r.get("regret", 1.0) < 0.95
+            ax.plot(r["stpa"], y + offset, "o", ms=4.5, color="C3" if lost else "C0",
+                    label=None)
+    ax.plot([], [], "o", ms=4.5, color="C0", label="STPA, one dot per preflight")
+    ax.plot([], [], "o", ms=4.5, color="C3", label="STPA, regret < 0.95")
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    ax.set_ylim(len(names) - 0.5, -0.5)  # first configuration on top
+    ax.set_xticks(range(1, t_max + 1))
+    ax.set_xlim(0.5, t_max + 0.5)
+    ax.grid(axis="x", color="0.85", lw=0.5)
+    ax.set_xlabel("threads")
+    ax.set_title(f"STPA's choice vs the best thread count (held out, "
+                 f"{report['folds']}-fold grouped)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=3,
+              frameon=False)  # below the axis: no configuration's dots hidden
     return fig

@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.report            # fast mode: 2 rounds, about 10 minutes
     .venv/bin/python -m bench.report --full     # 6 rounds, 2 values each, all T (~35 min)
     .venv/bin/python -m bench.report --smoke    # smallest sizes, into a temp dir (tests)
+    .venv/bin/python -m bench.report --only stpa   # re-run one part (here STPA), redraw all
 
 Every part is a pyperf benchmark file in ``bench/results`` that records interpreter, GIL
 state, cores and package versions, and that ``python -m pyperf compare_to`` can read:
@@ -16,6 +17,8 @@ state, cores and package versions, and that ``python -m pyperf compare_to`` can 
 * ``capacity``: how many cores the machine delivered while the others ran;
 * ``queues``: queue structures and atomics paths (pyperf-calibrated, once);
 * ``load_balance*.json``: per-thread CPU time and events (plain timing).
+* ``stpa.json``: STPA's held-out accuracy and regret, and the preflight's cost
+  (:mod:`bench.stpa`, once, not in rounds).
 
 A shared machine's speed drifts, so the parts run in *rounds*: round r runs one pyperf
 process of every part, then round r+1 appends to the same files (``--append``). Every
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     z = Sizes(mode)
     started = time.time()
     parts = jobs(z)
-    known = {*parts, "queues", "balance"}
+    known = {*parts, "queues", "balance", "stpa"}
     wanted = set(args.only) if args.only else None
     if wanted and not wanted <= known:
         parser.error(f"unknown parts {sorted(wanted - known)}; choose from {sorted(known)}")
@@ -133,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="redraw figures and RESULTS.md from bench/results")
     parser.add_argument("--only", nargs="+", default=None, metavar="PART",
                         help="re-run only these parts (names of the result files, plus "
-                        "'queues' and 'balance'), reuse the other result files")
+                        "'queues', 'balance' and 'stpa'), reuse the other result files")
     return parser
 
 
@@ -143,16 +146,18 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
     parts = {name: Part(load(results / f"{name}.json")) for name in names}
     balance = {w: json.loads((results / f"load_balance_{w}.json").read_text())
                for w in BALANCE_WORKLOADS}
+    stpa_file = results / "stpa.json"  # absent from result sets older than bench.stpa
+    stpa = json.loads(stpa_file.read_text()) if stpa_file.exists() else None
     figures.mkdir(exist_ok=True)
-    drawn = draw(parts, balance, z, figures)
+    drawn = draw(parts, balance, z, figures, stpa)
     run_file = results / "run.json"
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     span = run_span(results / f"{name}.json" for name in names)
-    return write_results(parts, balance, z, drawn, run, span)
+    return write_results(parts, balance, z, drawn, run, span, stpa)
 
 
-def record_run(z: Sizes, results: Path) -> None:
-    """The commit being measured (``-dirty`` if the code differs from it) and the mode."""
+def code_commit() -> str:
+    """The commit being measured, ``-dirty`` if the code differs from it."""
     def git(*args: str) -> str:
         proc = subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True)
         return proc.stdout.strip() if proc.returncode == 0 else ""
@@ -160,7 +165,13 @@ def record_run(z: Sizes, results: Path) -> None:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     if git("status", "--porcelain", "--", "seer", "workloads", "bench/*.py"):
         commit += "-dirty"
-    (results / "run.json").write_text(json.dumps({"commit": commit, "mode": z.mode}) + "\n")
+    return commit
+
+
+def record_run(z: Sizes, results: Path) -> None:
+    """The commit being measured and the mode."""
+    (results / "run.json").write_text(json.dumps({"commit": code_commit(),
+                                                  "mode": z.mode}) + "\n")
 
 
 def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
@@ -169,7 +180,7 @@ def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
     chosen = {k: v for k, v in parts.items() if wanted is None or k in wanted}
     for name in chosen:
         (results / f"{name}.json").unlink(missing_ok=True)
-    for r in range(z.rounds):
+    for r in range(z.rounds if chosen else 0):
         print(f"[report] round {r + 1} of {z.rounds}", flush=True)
         for name, (module, extra) in chosen.items():
             out = results / f"{name}.json"
@@ -180,6 +191,15 @@ def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
         pyperf_run("bench.bench_queues", [], out, z.queues, append=False)
     if wanted is None or "balance" in wanted:
         run_load_balance(z, results)
+    if wanted is None or "stpa" in wanted:
+        run_stpa(z, results)
+
+
+def run_stpa(z: Sizes, results: Path) -> None:
+    """STPA's evaluation and preflight cost (:mod:`bench.stpa`), its progress shown."""
+    cmd = [sys.executable, "-m", "bench.stpa", *z.stpa, "--out", str(results / "stpa.json")]
+    print(f"[report] {shlex.join(cmd[2:])}", flush=True)
+    subprocess.run(cmd, check=True, cwd=HERE.parent)
 
 
 def run_load_balance(z: Sizes, results: Path) -> None:

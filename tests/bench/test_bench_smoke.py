@@ -59,9 +59,21 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
     for section in ("## DESIGN.md section 10", "## Workloads", "## PCS under a moving hotspot",
                     "## Cost sweep", "## PCS complexity sweep", "## Thread scans",
                     "## Step latency", "## Time per event", "## Load balance: aircraft",
-                    "## Load balance: pcs", "## Queue structures", "Parallel capacity"):
+                    "## Load balance: pcs", "## Queue structures", "Parallel capacity",
+                    "## STPA: thread-count prediction", "### Held-out accuracy",
+                    "### Preflight cost", "python -m bench.stpa --smoke"):
         assert section in text
     for figure in ("speedup_vs_threads.png", "throughput_vs_cost.png", "hotspot.png",
-                   "latency_vs_entities.png", "cpu_per_thread.png"):
+                   "latency_vs_entities.png", "cpu_per_thread.png", "stpa_choices.png"):
         assert (tmp_path / figure).stat().st_size > 1000
         assert f"(figures/{figure})" in text
+    assert "choice vs best thread count" in text
+    assert "not measured: run `python -m bench.stpa`" not in text  # the part ran
+    # the STPA part in its smallest configuration: 2 folds, 2 epochs, a few groups, tiny models
+    stpa = json.loads((tmp_path / "stpa.json").read_text())
+    assert stpa["settings"]["folds"] == 2 and stpa["settings"]["epochs"] == 2
+    assert stpa["dataset"]["rows"] < stpa["dataset"]["rows_in_file"]
+    assert {"stpa", "xgboost-static", "cores", "oracle"} <= set(stpa["evaluation"]["methods"])
+    assert all(0 < r["regret"] <= 1 for r in stpa["evaluation"]["rows"])
+    models = stpa["preflight"]["models"]
+    assert len(models) == 3 and all(m["fraction"] > 0 and m["steps"] == 2 for m in models)

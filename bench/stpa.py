@@ -1,0 +1,301 @@
+"""STPA in the benchmark report: held-out accuracy and regret, and the preflight's cost.
+
+    .venv/bin/python -m bench.stpa              # 4 folds, default epochs: a few minutes
+    .venv/bin/python -m bench.stpa --smoke --out /tmp/stpa.json   # tiny (tests)
+    .venv/bin/python -m bench.report --only stpa   # the same, as a part of the report
+
+Two measurements, written to ``bench/results/stpa.json`` (RESULTS.md is drawn from it by
+``bench.report``, ``--plots-only`` included):
+
+* the grouped K-fold evaluation of STPA against its baselines on the shipped data set
+  (``seer/stpa/data/dataset.npz``, :func:`seer.stpa.train.evaluate`, what
+  ``seer stpa evaluate`` prints), with each held-out row's regret added: throughput at
+  STPA's choice / best throughput of the row's full scan;
+* the *preflight cost*, in a fresh process (as a user's ``threads="auto"``; the
+  evaluation's torch is not in it): for PCS, Aircraft and BenchModel at the report's
+  sizes, the wall time of :func:`seer.stpa.predictor.choose_threads` (preflight +
+  prediction; the predictor is loaded once before, its load time recorded apart), and the
+  mean step time of ``seer`` at the chosen thread count over a few steps after a warm-up
+  step. The cost is given as a fraction of a 200-step episode, whose time is
+  *extrapolated* from the measured steps (200 x the mean step time).
+
+The host's parallel capacity (:mod:`bench.bench_capacity`'s loop, 1 against 2 threads) is
+measured before the evaluation and before and after the preflights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import seer
+from bench.bench_capacity import timer
+from bench.bench_runtimes import make_model
+from bench.sizes import Sizes
+
+__all__ = ["EPISODE_STEPS", "PREFLIGHT_GOAL", "REGRET_GOAL", "main", "measure_preflight",
+           "subset"]
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DATASET = ROOT / "seer" / "stpa" / "data" / "dataset.npz"
+#: the preflight's goal: at most this fraction of a 200-step episode
+PREFLIGHT_GOAL = 0.05
+EPISODE_STEPS = 200
+#: STPA's goal: mean regret (throughput at its choice / best) at least this
+REGRET_GOAL = 0.95
+
+
+def subset(data: dict[str, np.ndarray], groups: int) -> dict[str, np.ndarray]:
+    """The rows of ``groups`` configuration groups, evenly spaced in data-set order (a
+    smoke run's data set)."""
+    names = list(dict.fromkeys(data["groups"].tolist()))
+    if groups >= len(names):
+        return data
+    keep = set(names[::max(1, len(names) // groups)][:groups])
+    rows = np.array([g in keep for g in data["groups"]])
+    n = len(data["labels"])
+    return {k: v[rows] if v.ndim and len(v) == n and k != "mask" else v
+            for k, v in data.items()}
+
+
+def capacity_now(repeats: int = 5) -> float:
+    """Effective cores right now: ``2 x time(1 thread) / time(2 threads)`` of
+    :mod:`bench.bench_capacity`'s loop, medians of ``repeats`` interleaved calls."""
+    one, two = timer(1), timer(2)
+    a, b = [], []
+    for _ in range(repeats):
+        a.append(one(1))
+        b.append(two(1))
+    return 2 * statistics.median(a) / statistics.median(b)
+
+
+def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int, seed: int
+               ) -> dict[str, Any]:
+    """:func:`seer.stpa.train.evaluate` with a progress bar, plus per-row regret."""
+    from tqdm import tqdm
+
+    from seer.stpa.train import evaluate
+
+    t0 = time.perf_counter()
+    report = evaluate(data, folds=folds, seed=seed, epochs=epochs,
+                      progress=lambda it: tqdm(it, desc="stpa evaluate", unit="fold",
+                                               total=folds))
+    thr = np.median(data["throughput"], axis=2)
+    for i, row in enumerate(report["rows"]):
+        row["regret"] = float(thr[i, row["stpa"] - 1] / thr[i].max())
+    report["seconds"] = time.perf_counter() - t0
+    return report
+
+
+def models(z: Sizes) -> list[tuple[str, str, Callable[[], seer.Model]]]:
+    """(title, spec, factory) of the models whose preflight is timed, at the report's
+    sizes (``bench.bench_runtimes.make_model``, as in the runtime benchmarks)."""
+    side = round(z.n_pcs ** 0.5)
+    bench_cost = 5 if z.mode == "smoke" else 10
+    return [
+        (f"PCS {side}x{side}, {z.pcs_cost:g} µs",
+         f"workloads.pcs:PCS width={side} height={side} cost_us={z.pcs_cost:g}",
+         lambda: make_model("pcs", z.n_pcs, z.pcs_cost, 1)),
+        (f"Aircraft {z.n_air} UAVs, {z.air_cost:g} µs",
+         f"workloads.aircraft:Aircraft n_uavs={z.n_air} cost_us={z.air_cost:g}",
+         lambda: make_model("aircraft", z.n_air, z.air_cost, 1)),
+        (f"BenchModel {z.n_bench} entities, {bench_cost} µs",
+         f"workloads.synthetic:BenchModel n_entities={z.n_bench} cost_us={bench_cost}",
+         lambda: make_model("bench", z.n_bench, bench_cost, 1)),
+    ]
+
+
+def measure_preflight(title: str, spec: str, factory: Callable[[], seer.Model], *,
+                      repeats: int, steps: int) -> dict[str, Any]:
+    """``repeats`` calls of ``choose_threads`` (wall time each), then ``steps`` timed steps
+    of ``seer`` at the most frequent choice, after a reset and one warm-up step."""
+    from seer.stpa.predictor import choose_threads
+
+    model = factory()
+    calls, choices, preflights = [], [], []
+    probe = 0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        threads, info = choose_threads(model)
+        calls.append(time.perf_counter() - t0)
+        choices.append(threads)
+        preflights.append(info["seconds"])
+        probe = info["probe"]
+    threads = Counter(choices).most_common(1)[0][0]
+    actions = getattr(model, "sample_actions", lambda step: None)
+    rt = seer.make_runtime(model, "seer", threads=threads)
+    try:
+        rt.reset(0)
+        rt.step(actions(0))  # warm-up: pool started, caches filled
+        times = []
+        for k in range(1, steps + 1):
+            t0 = time.perf_counter()
+            rt.step(actions(k))
+            times.append(time.perf_counter() - t0)
+    finally:
+        rt.close()
+    cost = statistics.median(calls)
+    step = statistics.fmean(times)
+    return {
+        "model": title, "spec": spec, "entities": model.n_entities, "probe": probe,
+        "choices": choices, "threads": threads, "choose_threads_s": calls,
+        "preflight_s": preflights, "cost_s": cost, "steps": steps, "step_s": times,
+        "mean_step_s": step, "episode_s": EPISODE_STEPS * step,
+        "fraction": cost / (EPISODE_STEPS * step),
+    }
+
+
+def preflight_costs(z: Sizes, repeats: int, steps: int) -> dict[str, Any]:
+    """The preflight cost of every model of :func:`models` (see the module docstring)."""
+    from tqdm import tqdm
+
+    from seer.stpa.predictor import _shipped
+
+    t0 = time.perf_counter()
+    _shipped()  # load the shipped predictor once (encoder weights, xgboost)
+    load_s = time.perf_counter() - t0
+    rows = [measure_preflight(title, spec, factory, repeats=repeats, steps=steps)
+            for title, spec, factory in tqdm(models(z), desc="stpa preflight cost",
+                                             unit="model")]
+    return {"predictor_load_s": load_s, "repeats": repeats, "steps": steps,
+            "episode_steps": EPISODE_STEPS, "goal": PREFLIGHT_GOAL, "models": rows}
+
+
+def _preflight_child(args: argparse.Namespace, repeats: int, steps: int) -> dict[str, Any]:
+    """:func:`preflight_costs` in a fresh process, as a user's ``threads="auto"`` would
+    run: the evaluation's imports (torch) and threads are not in it, and the preflight
+    reads process-wide metrics (RSS) that they would change."""
+    with tempfile.TemporaryDirectory(prefix="seer-stpa-") as tmp:
+        out = Path(tmp) / "preflight.json"
+        cmd = [sys.executable, "-m", "bench.stpa", "--preflight-json", str(out),
+               "--steps", str(steps), "--repeats", str(repeats),
+               *(["--smoke"] if args.smoke else [])]
+        subprocess.run(cmd, check=True, cwd=ROOT)
+        return json.loads(out.read_text())
+
+
+def _manifest(dataset: Path) -> dict[str, Any]:
+    """How the data set was collected (its ``dataset.json``), without the configurations."""
+    path = dataset.with_suffix(".json")
+    if not path.exists():
+        return {}
+    manifest = json.loads(path.read_text())
+    return {k: manifest[k] for k in ("command", "date", "machine", "t_max", "tolerance")
+            if k in manifest}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.preflight_json:  # the child of _preflight_child
+        z = Sizes("smoke" if args.smoke else "full")
+        args.preflight_json.write_text(json.dumps(preflight_costs(z, args.repeats,
+                                                                  args.steps)))
+        return
+    from bench.report import code_commit
+    from seer.stpa.dataset import load_dataset
+    from seer.stpa.train import PAPER_TABLE_1
+
+    argv = sys.argv[1:] if argv is None else argv
+    z = Sizes("smoke" if args.smoke else "full")  # its model sizes only
+    folds = args.folds or (2 if args.smoke else 4)
+    epochs = args.epochs or (2 if args.smoke else _default_epochs())
+    steps = args.steps or (2 if args.smoke else 10)
+    repeats = args.repeats or (1 if args.smoke else 3)
+    groups = args.groups or (4 if args.smoke else 0)
+    started = time.time()
+    full = load_dataset(args.dataset)
+    data = subset(full, groups) if groups else full
+    capacity = {"before evaluation": capacity_now()}
+    report = evaluation(data, folds, epochs, args.seed)
+    capacity["before preflights"] = capacity_now()
+    costs = _preflight_child(args, repeats, steps)
+    capacity["after preflights"] = capacity_now()
+    dataset = args.dataset.resolve()
+    result = {
+        "command": shlex.join([".venv/bin/python", "-m", "bench.stpa", *argv]),
+        "mode": "smoke" if args.smoke else "default",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+        "minutes": (time.time() - started) / 60,
+        "commit": code_commit(),
+        "cores": seer.cpu_count(),
+        "load_average": list(os.getloadavg()),  # at the end of the run
+        "capacity": capacity,
+        "dataset": {"path": str(dataset.relative_to(ROOT)) if dataset.is_relative_to(ROOT)
+                    else str(dataset), "rows": len(data["labels"]),
+                    "rows_in_file": len(full["labels"]),
+                    "configurations": len(set(data["names"].tolist())),
+                    "groups": len(set(data["groups"].tolist())),
+                    "collected": _manifest(args.dataset)},
+        "settings": {"folds": folds, "epochs": epochs, "seed": args.seed},
+        "paper_table_1": PAPER_TABLE_1,
+        "regret_goal": REGRET_GOAL,
+        "evaluation": report,
+        "preflight": costs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    _summary(result)
+    print(f"[stpa] wrote {args.out} ({result['minutes']:.1f} minutes)")
+
+
+def _default_epochs() -> int:
+    """The encoder epochs ``seer.stpa.train.evaluate`` uses by default."""
+    import inspect
+
+    from seer.stpa.train import evaluate
+
+    return int(inspect.signature(evaluate).parameters["epochs"].default)
+
+
+def _summary(result: dict[str, Any]) -> None:
+    methods = result["evaluation"]["methods"]
+    print(f"{'method':<15} {'MAE':>7} {'MAE thr':>8} {'regret mean':>12} {'worst':>6}")
+    for name, m in methods.items():
+        print(f"{name:<15} {m['mae']:7.3f} {m['mae_threads']:8.2f} {m['regret_mean']:12.3f} "
+              f"{m['regret_worst']:6.3f}")
+    print(f"preflight cost (episode of {EPISODE_STEPS} steps extrapolated from the "
+          "measured mean step time):")
+    for r in result["preflight"]["models"]:
+        print(f"  {r['model']:<32} T={r['threads']} preflight {r['cost_s']:.3f} s, "
+              f"step {1e3 * r['mean_step_s']:.1f} ms -> {100 * r['fraction']:.1f} % of "
+              "an episode")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest configuration: 2 folds, 2 epochs, 4 groups of the "
+                        "data set, tiny models, 2 steps")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "stpa.json")
+    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--folds", type=int, default=0, help="default 4 (smoke: 2)")
+    parser.add_argument("--epochs", type=int, default=0,
+                        help="encoder epochs (default: evaluate's default; smoke: 2)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--groups", type=int, default=0,
+                        help="evaluate on this many configuration groups only "
+                        "(default all; smoke: 4)")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="timed steps per model at the chosen count (default 10)")
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="preflights per model, median taken (default 3)")
+    parser.add_argument("--preflight-json", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+if __name__ == "__main__":
+    main()
