@@ -1,5 +1,6 @@
-"""The text of bench/RESULTS.md: tables of ratios over serial, goals, load balance, queues
-and STPA (``bench/results/stpa.json``, written by :mod:`bench.stpa`).
+"""The text of bench/RESULTS.md: tables of ratios over serial, goals, load balance, queues,
+STPA (``bench/results/stpa.json``, written by :mod:`bench.stpa`) and the pursuit port
+against PettingZoo (``bench/results/pursuit.json``, written by :mod:`bench.pursuit`).
 
 Every function returns lines; :func:`write_results` joins the sections. Ratios are
 throughput over serial paired by round (:meth:`bench.stats.Part.speedup`).
@@ -15,7 +16,7 @@ from bench.sizes import ALL, PEERS, Sizes
 from bench.stats import Part, capacity
 from seer.cli import interpreter_facts
 
-__all__ = ["goals", "ratios", "stpa_goals", "table", "write_results"]
+__all__ = ["goals", "pursuit", "ratios", "stpa_goals", "table", "write_results"]
 
 READING = Path(__file__).resolve().parent / "READING.md"
 #: the pooled peers SEER is meant to beat
@@ -25,6 +26,12 @@ PEER_NAMES = ("static(2)", "static-block(2)", "global(2)")
 REGRET_GOAL, PREFLIGHT_GOAL, EPISODE_STEPS = 0.95, 0.05, 200
 #: what STPA is compared with (the oracle is the label itself, not a baseline)
 NOT_BASELINES = ("stpa", "oracle")
+#: the pursuit port and PettingZoo agree on a statistic where Welch's p is above this
+AGREE_P = 0.01
+#: the pursuit episode statistics (bench.pursuit), in table order, and what they are
+PURSUIT_STATISTICS = {"catches": "evaders caught per episode",
+                      "length": "episode length (steps)",
+                      "reward": "mean reward per pursuer per step"}
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -49,9 +56,11 @@ def ratios(m: Part, config: str, names: list[str], spread: bool = False) -> list
 
 
 def write_results(m: dict[str, Part], balance: dict[str, dict], z: Sizes, figures: list[str],
-                  run: dict, span: str, stpa: dict | None = None) -> str:
-    """The whole of RESULTS.md for the parts ``m``, measured over ``span``; ``stpa`` is
-    ``bench/results/stpa.json`` (None when it was not measured)."""
+                  run: dict, span: str, stpa: dict | None = None,
+                  pursuit_result: dict | None = None) -> str:
+    """The whole of RESULTS.md for the parts ``m``, measured over ``span``; ``stpa`` and
+    ``pursuit_result`` are ``bench/results/stpa.json`` and ``pursuit.json`` (None when
+    they were not measured)."""
     out = _header(m, z, run, span, stpa)
     if READING.exists() and z.mode != "smoke":
         out += [READING.read_text().strip(), ""]
@@ -61,6 +70,7 @@ def write_results(m: dict[str, Part], balance: dict[str, dict], z: Sizes, figure
     out += _load_balance(balance)
     out += _queues(m["queues"])
     out += _stpa(stpa)
+    out += pursuit(pursuit_result)
     out += ["## Figures", "", *[f"![{f}](figures/{f})" for f in figures]]
     return "\n".join(out) + "\n"
 
@@ -378,4 +388,61 @@ def _stpa(stpa: dict | None) -> list[str]:
             "from those steps, not measured. Loading the shipped predictor (once per "
             f"process) took {pre['predictor_load_s']:.2f} s more and is not included. "
             f"The machine has {stpa.get('cores', '?')} cores.", ""]
+    return out
+
+
+def pursuit(result: dict | None) -> list[str]:
+    """The pursuit port against PettingZoo: speed at the measured size, agreement of the
+    episode statistics (Welch), the command, and where the parallel runtimes are."""
+    title = "## Pursuit: the port against PettingZoo"
+    parallel = ("Parallel runtimes: the port's parallel runtimes at 256x256 / 1000 pursuers "
+                "/ 4000 evaders are measured with `python -m bench.bench_runtimes "
+                "--workload pursuit` (pyperf, side by side with serial); not yet part of "
+                "this report.")
+    if result is None:
+        return [title, "", "Not measured: run `.venv/bin/python -m bench.pursuit` (or "
+                "`python -m bench.report --only pursuit`; needs PettingZoo, the `marl` "
+                "extra).", "", parallel, ""]
+    sp, ag = result["speed"], result["agreement"]
+    size = sp["size"]
+    where = (f"{size['x_size']}x{size['y_size']}, {size['n_pursuers']} pursuers, "
+             f"{size['n_evaders']} evaders")
+    pz, port = sp["pettingzoo_s_per_step"], sp["port_serial_s_per_step"]
+    out = [title, "",
+           f"### Speed ({where})", "",
+           *table(["implementation", "ms per step", "steps timed (median)",
+                   "time / time of the port"],
+                  [["PettingZoo `pursuit_v5.parallel_env`", f"{1e3 * pz:.1f}",
+                    str(sp["pettingzoo_steps"]), f"{pz / port:.0f}x"],
+                   ["the port on `serial` "
+                    f"({sp['port_events_per_step']:.0f} events per step)",
+                    f"{1e3 * port:.2f}", str(sp["port_steps"]), "1x"]]), "",
+           "Simple timers (`time.perf_counter`), not pyperf: each figure is the median of "
+           "the timed steps after one warm-up step, random pursuer actions. PettingZoo's "
+           "catch check is O(evaders x pursuers) per step, so it gets only a few steps at "
+           "this size.", "", parallel, ""]
+    cfg = ag["config"]
+    rows = []
+    for key, st in ag["statistics"].items():
+        rows.append([PURSUIT_STATISTICS.get(key, key),
+                     f"{st['pettingzoo_mean']:.4g} ± {st['pettingzoo_sd']:.3g}",
+                     f"{st['port_mean']:.4g} ± {st['port_sd']:.3g}", f"{st['p']:.3g}",
+                     "yes" if st["p"] > AGREE_P else "**no**"])
+    agree = all(st["p"] > AGREE_P for st in ag["statistics"].values())
+    out += [f"### Agreement ({ag['episodes']} episodes each, {cfg['x_size']}x"
+            f"{cfg['y_size']}, {cfg['n_pursuers']} pursuers, {cfg['n_evaders']} evaders, "
+            f"catch by {cfg['n_catch']}{', surround' if cfg['surround'] else ''}, at most "
+            f"{cfg['max_cycles']} steps)", "",
+            *table(["statistic", "PettingZoo mean ± sd", "port mean ± sd", "Welch p",
+                    f"agree (p > {AGREE_P:g})"], rows), "",
+            "Both ran episodes with random pursuer actions (the same generator, seeded per "
+            "episode) and each implementation's own random evader moves and spawn cells: "
+            "PettingZoo's draws are not replayed, so the episodes differ and only their "
+            "statistics are compared, with Welch's t-test per statistic. "
+            + ("No statistic differs significantly at the 1 % level."
+               if agree else "**At least one statistic differs at the 1 % level.**")
+            + " The bit-for-bit lockstep check against PettingZoo (its draws replayed) "
+            "lives in `tests/workloads/test_pursuit.py`.", "",
+            f"Command: `{result.get('command', 'python -m bench.pursuit')}` (or `python -m "
+            "bench.report --only pursuit`).", ""]
     return out

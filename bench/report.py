@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.report --full     # 6 rounds, 2 values each, all T (~35 min)
     .venv/bin/python -m bench.report --smoke    # smallest sizes, into a temp dir (tests)
     .venv/bin/python -m bench.report --only stpa   # re-run one part (here STPA), redraw all
+    .venv/bin/python -m bench.report --only pursuit   # the port against PettingZoo
 
 Every part is a pyperf benchmark file in ``bench/results`` that records interpreter, GIL
 state, cores and package versions, and that ``python -m pyperf compare_to`` can read:
@@ -19,6 +20,9 @@ state, cores and package versions, and that ``python -m pyperf compare_to`` can 
 * ``load_balance*.json``: per-thread CPU time and events (plain timing).
 * ``stpa.json``: STPA's held-out accuracy and regret, and the preflight's cost
   (:mod:`bench.stpa`, once, not in rounds).
+* ``pursuit.json``: the pursuit port against PettingZoo's own implementation, speed and
+  agreement of episode statistics (:mod:`bench.pursuit`, once, not in rounds; skipped
+  when PettingZoo, the ``marl`` extra, is not installed).
 
 A shared machine's speed drifts, so the parts run in *rounds*: round r runs one pyperf
 process of every part, then round r+1 appends to the same files (``--append``). Every
@@ -35,6 +39,7 @@ measures, :mod:`bench.stats` reads the files, :mod:`bench.plots` draws the figur
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shlex
 import subprocess
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     z = Sizes(mode)
     started = time.time()
     parts = jobs(z)
-    known = {*parts, "queues", "balance", "stpa"}
+    known = {*parts, "queues", "balance", "stpa", "pursuit"}
     wanted = set(args.only) if args.only else None
     if wanted and not wanted <= known:
         parser.error(f"unknown parts {sorted(wanted - known)}; choose from {sorted(known)}")
@@ -136,7 +141,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="redraw figures and RESULTS.md from bench/results")
     parser.add_argument("--only", nargs="+", default=None, metavar="PART",
                         help="re-run only these parts (names of the result files, plus "
-                        "'queues', 'balance' and 'stpa'), reuse the other result files")
+                        "'queues', 'balance', 'stpa' and 'pursuit'), reuse the other "
+                        "result files")
     return parser
 
 
@@ -148,12 +154,14 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
                for w in BALANCE_WORKLOADS}
     stpa_file = results / "stpa.json"  # absent from result sets older than bench.stpa
     stpa = json.loads(stpa_file.read_text()) if stpa_file.exists() else None
+    pursuit_file = results / "pursuit.json"  # absent from result sets older than it
+    pursuit = json.loads(pursuit_file.read_text()) if pursuit_file.exists() else None
     figures.mkdir(exist_ok=True)
     drawn = draw(parts, balance, z, figures, stpa)
     run_file = results / "run.json"
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     span = run_span(results / f"{name}.json" for name in names)
-    return write_results(parts, balance, z, drawn, run, span, stpa)
+    return write_results(parts, balance, z, drawn, run, span, stpa, pursuit)
 
 
 def code_commit() -> str:
@@ -193,11 +201,26 @@ def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
         run_load_balance(z, results)
     if wanted is None or "stpa" in wanted:
         run_stpa(z, results)
+    if wanted is None or "pursuit" in wanted:
+        run_pursuit(z, results)
 
 
 def run_stpa(z: Sizes, results: Path) -> None:
     """STPA's evaluation and preflight cost (:mod:`bench.stpa`), its progress shown."""
     cmd = [sys.executable, "-m", "bench.stpa", *z.stpa, "--out", str(results / "stpa.json")]
+    print(f"[report] {shlex.join(cmd[2:])}", flush=True)
+    subprocess.run(cmd, check=True, cwd=HERE.parent)
+
+
+def run_pursuit(z: Sizes, results: Path) -> None:
+    """The pursuit port against PettingZoo (:mod:`bench.pursuit`), its progress shown;
+    skipped, with a note, where PettingZoo (the ``marl`` extra) is not installed."""
+    if importlib.util.find_spec("pettingzoo") is None:
+        print("[report] pursuit skipped: PettingZoo is not installed (pip install "
+              "'.[marl]')", flush=True)
+        return
+    cmd = [sys.executable, "-m", "bench.pursuit", *z.pursuit, "--out",
+           str(results / "pursuit.json")]
     print(f"[report] {shlex.join(cmd[2:])}", flush=True)
     subprocess.run(cmd, check=True, cwd=HERE.parent)
 

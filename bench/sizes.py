@@ -46,6 +46,7 @@ class Sizes:
         self.pcs_sweep = [36, 64] if small else [400, 900, 1600, 2500]
         self.balance_steps = 2 if small else (10 if mode == "fast" else 20)
         self.stpa = ["--smoke"] if small else []  # bench.stpa's arguments
+        self.pursuit = ["--smoke"] if small else []  # bench.pursuit's arguments
 
     @property
     def air(self) -> str:

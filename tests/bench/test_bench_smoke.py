@@ -61,7 +61,12 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
                     "## Step latency", "## Time per event", "## Load balance: aircraft",
                     "## Load balance: pcs", "## Queue structures", "Parallel capacity",
                     "## STPA: thread-count prediction", "### Held-out accuracy",
-                    "### Preflight cost", "python -m bench.stpa --smoke"):
+                    "### Preflight cost", "python -m bench.stpa --smoke",
+                    "## Pursuit: the port against PettingZoo", "### Speed (32x32",
+                    "PettingZoo `pursuit_v5.parallel_env`", "the port on `serial`",
+                    "### Agreement (4 episodes each", "Welch p", "tests/workloads/test_pursuit.py",
+                    "python -m bench.pursuit --smoke",
+                    "python -m bench.bench_runtimes --workload pursuit"):
         assert section in text
     for figure in ("speedup_vs_threads.png", "throughput_vs_cost.png", "hotspot.png",
                    "latency_vs_entities.png", "cpu_per_thread.png", "stpa_choices.png"):
@@ -77,3 +82,9 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
     assert all(0 < r["regret"] <= 1 for r in stpa["evaluation"]["rows"])
     models = stpa["preflight"]["models"]
     assert len(models) == 3 and all(m["fraction"] > 0 and m["steps"] == 2 for m in models)
+    # the pursuit part in smoke mode: tiny speed sizes, 4 short episodes each
+    assert "Not measured: run `.venv/bin/python -m bench.pursuit`" not in text
+    pursuit = json.loads((tmp_path / "pursuit.json").read_text())
+    assert pursuit["speed"]["size"]["x_size"] == 32 and pursuit["agreement"]["episodes"] == 4
+    assert pursuit["speed"]["pettingzoo_s_per_step"] > 0
+    assert set(pursuit["agreement"]["statistics"]) == {"catches", "length", "reward"}

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.markdown import stpa_goals
+from bench.markdown import pursuit, stpa_goals
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ("speedup_vs_threads.png", "throughput_vs_cost.png", "latency_vs_entities.png",
@@ -40,6 +40,33 @@ def test_plots_only_without_stpa_results_says_not_measured(tmp_path):
     text = (results / "RESULTS.md").read_text()
     assert "## STPA" in text and "not measured: run `python -m bench.stpa`" in text
     assert not (results / "stpa_choices.png").exists()
+
+
+def test_plots_only_without_pursuit_results_says_not_measured(tmp_path):
+    # result sets from before bench.pursuit have no pursuit.json: the report still renders
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "bench" / "results", results)
+    (results / "pursuit.json").unlink()
+    subprocess.run([sys.executable, "-m", "bench.report", "--plots-only", "--out",
+                    str(results)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+    text = (results / "RESULTS.md").read_text()
+    assert "## Pursuit: the port against PettingZoo" in text
+    assert "Not measured: run `.venv/bin/python -m bench.pursuit`" in text
+    assert "python -m bench.bench_runtimes --workload pursuit" in text
+    assert "## STPA" in text and "### Held-out accuracy" in text  # the rest is unchanged
+
+
+def test_pursuit_section_flags_a_statistic_that_differs():
+    result = json.loads((ROOT / "bench" / "results" / "pursuit.json").read_text())
+    text = "\n".join(pursuit(result))
+    size = result["speed"]["size"]
+    assert f"### Speed ({size['x_size']}x{size['y_size']}, {size['n_pursuers']} pursuers" in text
+    assert "O(evaders x pursuers)" in text and "not replayed" in text
+    result["agreement"]["statistics"]["reward"]["p"] = 0.5
+    assert "differs at the 1 % level" not in "\n".join(pursuit(result))
+    result["agreement"]["statistics"]["reward"]["p"] = 0.001
+    text = "\n".join(pursuit(result))
+    assert "| 0.001 | **no** |" in text and "differs at the 1 % level" in text
 
 
 def test_stpa_goals_name_the_baselines_stpa_does_not_beat():
