@@ -123,6 +123,7 @@ def collect(configs: Iterable[Configuration], out: Path, *, t_max: int = 8,
     from tqdm import tqdm
 
     configs = list(configs)
+    load_before, capacity_before = _load(), capacity()
     rows: list[dict[str, Any]] = []
     for config in tqdm(configs, desc="stpa collect", unit="config"):
         rows.append({"config": asdict(config), **_child(config, t_max)})
@@ -145,7 +146,9 @@ def collect(configs: Iterable[Configuration], out: Path, *, t_max: int = 8,
         "command": command,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cores": usable_cores(), "processor": platform.processor()},
+                    "cores": usable_cores(), "processor": platform.processor(),
+                    "load_average_before": load_before, "load_average_after": _load(),
+                    "capacity_before": capacity_before, "capacity_after": capacity()},
         "metrics": list(METRICS), "static_features": list(STATIC_FEATURES),
         "t_max": t_max, "tolerance": TOLERANCE,
         "configurations": [{**row["config"], "label": row["label"],
@@ -155,6 +158,34 @@ def collect(configs: Iterable[Configuration], out: Path, *, t_max: int = 8,
     }
     out.with_suffix(".json").write_text(json.dumps(manifest, indent=1))
     return out
+
+
+def _load() -> list[float]:
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else []
+
+
+def capacity(seconds: float = 0.3) -> float:
+    """How many cores two threads of pure Python get right now: the work two threads do
+    together in ``seconds`` over what one thread does alone (1.0 to 2.0 on 2 free cores).
+    Labels measured on a busy host say so in the manifest."""
+    import threading
+
+    def spin(out: list[int], stop: float) -> None:
+        n = 0
+        while time.perf_counter() < stop:
+            n += 1
+        out.append(n)
+
+    one: list[int] = []
+    spin(one, time.perf_counter() + seconds)
+    two: list[int] = []
+    stop = time.perf_counter() + seconds
+    threads = [threading.Thread(target=spin, args=(two, stop)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(two) / max(one[0], 1)
 
 
 def load_dataset(path: Path) -> dict[str, np.ndarray]:

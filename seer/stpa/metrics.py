@@ -37,8 +37,9 @@ METRICS: tuple[str, ...] = (
     "events", "entities", "steals", "cas_retries", "busy_s", "idle_s", "cpu_s",
     # kernel accounting per thread
     "utime_s", "stime_s", "voluntary_switches", "involuntary_switches", "minor_faults",
-    # process
-    "rss_mb",
+    # process: growth of the resident set during the step (absolute RSS depends on what
+    # else the process has loaded, which says nothing about the model)
+    "rss_growth_mb",
     # perf_event_open
     "cycles", "instructions", "cache_references", "cache_misses", "cpu_migrations",
 )
@@ -122,7 +123,7 @@ class MetricSampler:
         if all(_read_proc(t) is not None for t in self.thread_ids):
             self.mask[[METRICS.index(m) for m in _PROC]] = True
         if _rss_mb() is not None:
-            self.mask[METRICS.index("rss_mb")] = True
+            self.mask[METRICS.index("rss_growth_mb")] = True
         self._fds: dict[str, list[int]] = {}
         for name, kind in _PERF.items():
             fds = [_perf_open(t, kind) for t in self.thread_ids]
@@ -154,10 +155,9 @@ class MetricSampler:
         return rows
 
     def sample(self) -> np.ndarray:
-        """Deltas of every metric per thread since the last call (RSS: the current value)."""
+        """Deltas of every metric per thread since the last call."""
         now = self._read()
         delta = now - self._last
-        delta[:, 12] = now[:, 12]
         self._last = now
         return delta * self.mask
 

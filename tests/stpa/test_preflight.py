@@ -27,7 +27,7 @@ def test_sampler_reports_deltas_per_thread_and_masks_what_is_missing():
     assert sample.shape == (2, len(METRICS))
     events = sample[:, METRICS.index("events")]
     assert events.sum() == pytest.approx(600, rel=0.2)  # n * (1 + fanout) events
-    assert sampler.mask[: METRICS.index("rss_mb") + 1].all()  # runtime + /proc on Linux
+    assert sampler.mask[: METRICS.index("rss_growth_mb") + 1].all()  # runtime + /proc on Linux
     missing = ~sampler.mask
     assert (sample[:, missing] == 0).all()  # a missing metric is 0, never invented
 
