@@ -5,6 +5,8 @@
     .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --entities 1600 --costs 15
     .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --gains 0 2 8 \
         --runtimes serial 'seer(2)' 'static-block(2)'
+    .venv/bin/python -m bench.bench_runtimes --fast --import examples.locality_steal \
+        --runtimes serial 'seer(2)' 'static(2)' 'locality(2)'
 
 Each pyperf benchmark times one environment step (same model, seed and actions for every
 runtime, after a warm-up step) of ``workloads.synthetic.BenchModel`` (``--entities`` entities,
@@ -12,11 +14,14 @@ each event doing ``cost`` µs of numpy work) or of a workload (``--workload``, w
 ``cost_us`` knob ``--costs`` sets; for PCS, ``--gains`` sets the moving hotspot's peak).
 At the end the main process prints throughput as ratios over serial for each
 configuration (measured in this run). Runtimes are named as in :mod:`bench.labels`:
-``seer(2)``, or ``seer:2`` on the command line.
+``seer(2)``, or ``seer:2`` on the command line. ``--import MODULE`` (repeatable) imports a
+module first, in the main process and in every pyperf worker, so that a runtime it
+registers (``seer.register_runtime``) can be named in ``--runtimes``.
 """
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
 
@@ -44,6 +49,14 @@ def make_model(workload: str, entities: int, cost: float, fanout: int,
         return PCS(side, side, cost_us=cost, hotspot_gain=gain)
     if workload == "empty":
         return EmptyModel(entities, per_step=10)
+    if workload == "pursuit":
+        from workloads.pursuit import Pursuit
+
+        # One pursuer in five, as at the reference size (5000 entities: 1000 pursuers,
+        # 4000 evaders on 256x256); the grid grows with the square root of the count.
+        side = max(8, round(256 * (entities / 5000) ** 0.5))
+        return Pursuit(x_size=side, y_size=side, n_pursuers=max(1, entities // 5),
+                       n_evaders=entities - max(1, entities // 5), max_cycles=10**6)
     return BenchModel(entities, cost_us=cost, fanout=fanout)
 
 
@@ -72,6 +85,27 @@ def _worker_args(cmd: list[str], args: object) -> None:
                 "--gains", *[str(g) for g in args.gains]])
     if args.runtimes:
         cmd.extend(["--runtimes", *[label(kind, threads) for kind, threads in args.runtimes]])
+    for module in args.imports:  # workers re-run this module: they must import it too
+        cmd.extend(["--import", module])
+
+
+def import_modules(modules: list[str], runtimes: list[tuple[str, int]]) -> str | None:
+    """Import ``modules`` (each may register runtimes); return an error message if one
+    cannot be imported or a runtime in ``runtimes`` is still unknown, else None."""
+    from seer.sched import RUNTIMES
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            return f"--import {module}: {exc}"
+    unknown = sorted({kind for kind, _ in runtimes if kind not in RUNTIMES})
+    if unknown:
+        hint = "" if modules else " (a runtime registered by a module of your own needs " \
+            "--import MODULE)"
+        return (f"unknown runtime(s) {', '.join(unknown)}; known: {', '.join(sorted(RUNTIMES))}"
+                + hint)
+    return None
 
 
 def main() -> None:
@@ -80,7 +114,7 @@ def main() -> None:
     runner = pyperf.Runner(add_cmdline_args=_worker_args,
                            program_args=("-m", "bench.bench_runtimes"))
     cmd = runner.argparser
-    cmd.add_argument("--workload", choices=["bench", "aircraft", "pcs", "empty"],
+    cmd.add_argument("--workload", choices=["bench", "aircraft", "pcs", "empty", "pursuit"],
                      default="bench", help="workloads.synthetic.BenchModel (default), a real "
                      "workload, or EmptyModel (scheduler overhead per event)")
     cmd.add_argument("--entities", type=int, nargs="+", default=[1600])
@@ -91,8 +125,14 @@ def main() -> None:
                      "shell quoting)")
     cmd.add_argument("--gains", type=float, nargs="+", default=[2.0],
                      help="PCS only: peak of the moving traffic hotspot (0 = none)")
+    cmd.add_argument("--import", dest="imports", action="append", default=[],
+                     metavar="MODULE", help="import MODULE first (repeatable), e.g. one that "
+                     "registers a runtime of your own with seer.register_runtime")
     args = runner.parse_args()
     runtimes = args.runtimes or RUNTIMES
+    problem = import_modules(args.imports, runtimes)
+    if problem:
+        cmd.error(problem)
     runner.metadata.update(pyperf_metadata())  # interpreter, GIL, cores, versions
     results: dict[tuple[str, str], float] = {}
     configs = []

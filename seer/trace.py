@@ -139,6 +139,7 @@ def plot_gantt(trace: Trace, path: str | Path, *, title: str = "") -> Path:
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.7 * n))
     colours = {"run": "tab:blue", "wait": "tab:red", "outputs": "tab:green",
                "window": "0.85"}
+    bars: dict[tuple, list[tuple[float, float]]] = {}  # one broken_barh per colour and row
     for t, name, s, e, args in trace.slices():
         if name not in colours:
             continue
@@ -146,7 +147,9 @@ def plot_gantt(trace: Trace, path: str | Path, *, title: str = "") -> Path:
         colour = colours[name]
         if name == "run":  # alternate shades so neighbouring runs stay distinguishable
             colour = "tab:blue" if args.get("entity", 0) % 2 else "tab:cyan"
-        ax.broken_barh([((s - base) / 1e6, max(e - s, 1) / 1e6)], (y, h), color=colour)
+        bars.setdefault((y, h, colour), []).append(((s - base) / 1e6, max(e - s, 1) / 1e6))
+    for (y, h, colour), spans in bars.items():
+        ax.broken_barh(spans, (y, h), color=colour)
     ax.set_yticks([n - i - 1 + 0.4 for i in range(n)] + [-0.6])
     ax.set_yticklabels([trace.names[i] for i in range(n)] + ["windows"])
     ax.set_xlabel("time since the trace started (ms)")
