@@ -19,12 +19,9 @@ PettingZoo's random draws, statistical agreement of episode statistics.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
-import types
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,27 +35,10 @@ AGREEMENT_CONFIG = {"x_size": 16, "y_size": 16, "n_pursuers": 16, "n_evaders": 3
                     "surround": False, "n_catch": 1, "max_cycles": 100}
 
 
-@contextlib.contextmanager
-def _without_pygame() -> Any:
-    """PettingZoo's pursuit imports pygame only to render: stub it if it is missing."""
-    stubbed = False
-    try:
-        import pygame  # noqa: F401
-    except ModuleNotFoundError:
-        sys.modules["pygame"] = types.ModuleType("pygame")
-        stubbed = True
-    try:
-        yield
-    finally:
-        if stubbed:
-            sys.modules.pop("pygame", None)
-
-
 def _pettingzoo() -> Any:
-    with _without_pygame(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from pettingzoo.sisl import pursuit_v5
-    return pursuit_v5
+    from workloads.pursuit.original import import_pettingzoo_pursuit
+
+    return import_pettingzoo_pursuit()[0]
 
 
 def _episode_pz(pursuit_v5: Any, config: dict, seed: int) -> dict[str, float]:

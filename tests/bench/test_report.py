@@ -30,26 +30,26 @@ def test_plots_only_redraws_the_stored_results(tmp_path):
         assert (results / figure).stat().st_size > 1000
 
 
-def test_plots_only_without_stpa_results_says_not_measured(tmp_path):
-    # result sets from before bench.stpa have no stpa.json: the report still renders
+def _render_without(tmp_path, name):
+    """RESULTS.md regenerated from the stored results, less the file ``name``."""
     results = tmp_path / "results"
     shutil.copytree(ROOT / "bench" / "results", results)
-    (results / "stpa.json").unlink()
+    (results / name).unlink()
     subprocess.run([sys.executable, "-m", "bench.report", "--plots-only", "--out",
                     str(results)], cwd=ROOT, check=True, capture_output=True, timeout=120)
-    text = (results / "RESULTS.md").read_text()
+    return results, (results / "RESULTS.md").read_text()
+
+
+def test_plots_only_without_stpa_results_says_not_measured(tmp_path):
+    # result sets from before bench.stpa have no stpa.json: the report still renders
+    results, text = _render_without(tmp_path, "stpa.json")
     assert "## STPA" in text and "not measured: run `python -m bench.stpa`" in text
     assert not (results / "stpa_choices.png").exists()
 
 
 def test_plots_only_without_pursuit_results_says_not_measured(tmp_path):
     # result sets from before bench.pursuit have no pursuit.json: the report still renders
-    results = tmp_path / "results"
-    shutil.copytree(ROOT / "bench" / "results", results)
-    (results / "pursuit.json").unlink()
-    subprocess.run([sys.executable, "-m", "bench.report", "--plots-only", "--out",
-                    str(results)], cwd=ROOT, check=True, capture_output=True, timeout=120)
-    text = (results / "RESULTS.md").read_text()
+    _, text = _render_without(tmp_path, "pursuit.json")
     assert "## Pursuit: the port against PettingZoo" in text
     assert "Not measured: run `.venv/bin/python -m bench.pursuit`" in text
     assert "python -m bench.bench_runtimes --workload pursuit" in text

@@ -12,11 +12,6 @@ bit.
 
 from __future__ import annotations
 
-import contextlib
-import sys
-import types
-import warnings
-
 import numpy as np
 import pytest
 
@@ -27,34 +22,13 @@ from workloads.pursuit import Pursuit
 from workloads.pursuit.model import MOVES, NEIGHBOURS, rectangle_map
 
 
-# -- PettingZoo's pursuit, importable without pygame ------------------------------------------
-@contextlib.contextmanager
-def _pygame_stub():
-    """pursuit_base imports pygame at module load but uses it only to render: put an empty
-    module in its place while importing if pygame is missing, and take it out again."""
-    added = False
-    if "pygame" not in sys.modules:
-        try:
-            import pygame  # noqa: F401
-        except ModuleNotFoundError:
-            sys.modules["pygame"] = types.ModuleType("pygame")
-            added = True
-    try:
-        yield
-    finally:
-        if added:
-            sys.modules.pop("pygame", None)
-
-
 @pytest.fixture(scope="module")
 def pz():
     pytest.importorskip("pettingzoo")  # the marl extra
     pytest.importorskip("scipy")  # pursuit's two_d_maps imports scipy.ndimage
-    with _pygame_stub(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from pettingzoo.sisl import pursuit_v5
-        from pettingzoo.sisl.pursuit.utils.controllers import PursuitPolicy
-    return pursuit_v5, PursuitPolicy
+    from workloads.pursuit.original import import_pettingzoo_pursuit
+
+    return import_pettingzoo_pursuit()
 
 
 def _recording_policy(policy_base):
