@@ -10,6 +10,15 @@ that size. Needs the ``stpa`` extra (xgboost).
 from __future__ import annotations
 
 from seer.stpa.metrics import METRICS
+from seer.stpa.predictor import Predictor, choose_threads, predict
 from seer.stpa.preflight import STATIC_FEATURES, Preflight, run_preflight
 
-__all__ = ["METRICS", "STATIC_FEATURES", "Preflight", "run_preflight"]
+__all__ = [
+           "METRICS",
+           "STATIC_FEATURES",
+           "Predictor",
+           "Preflight",
+           "choose_threads",
+           "predict",
+           "run_preflight",
+]

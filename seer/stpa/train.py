@@ -160,15 +160,16 @@ def evaluate(data: dict[str, np.ndarray], *, folds: int = 4, seed: int = 0,
     best = thr.max(axis=1)
     splits = group_folds(data["groups"], folds, seed)
     preds = {m: np.full(len(data["labels"]), np.nan) for m in METHODS}
-    train_preds: dict[str, list[float]] = {m: [] for m in ("stpa",)}
+    train_preds: dict[str, list[float]] = {m: [] for m in METHODS}
     train_truth: list[float] = []
     iterator = progress(splits) if progress else splits
     for train, test in iterator:
         fold = _predictions(data, train, test, seed, epochs)
         for m, p in fold.items():
             preds[m][test] = p
-        inner = _predictions(data, train, train, seed, epochs)["stpa"]
-        train_preds["stpa"].extend(inner.tolist())
+        inner = _predictions(data, train, train, seed, epochs)  # fit on train, score train
+        for m, p in inner.items():
+            train_preds[m].extend(p.tolist())
         train_truth.extend((data["labels"][train] / t_max).tolist())
     y = data["labels"] / t_max
     report: dict[str, Any] = {"methods": {}, "rows": []}
@@ -184,9 +185,11 @@ def evaluate(data: dict[str, np.ndarray], *, folds: int = 4, seed: int = 0,
         }
         if m == "stpa":
             report["chosen"] = chosen.tolist()
-    tp, tt = np.array(train_preds["stpa"]), np.array(train_truth)
-    report["methods"]["stpa"]["train_mae"] = float(np.mean(np.abs(tp - tt)))
-    report["methods"]["stpa"]["train_mse"] = float(np.mean((tp - tt) ** 2))
+    tt = np.array(train_truth)
+    for m in METHODS:
+        tp = np.array(train_preds[m])
+        report["methods"][m]["train_mae"] = float(np.mean(np.abs(tp - tt)))
+        report["methods"][m]["train_mse"] = float(np.mean((tp - tt) ** 2))
     report["rows"] = [{"name": str(n), "group": str(g), "best": int(lbl),
                        "stpa": int(c)}
                       for n, g, lbl, c in zip(data["names"], data["groups"], data["labels"],
