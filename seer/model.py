@@ -146,8 +146,15 @@ class Model:
             )
         kind = self.action_kind
         if isinstance(actions, Mapping):
+            agents = self._agent_set()
+            # Ids outside range(n_entities) are reported by the runtime, with the range.
+            stray = [e for e in actions if e not in agents
+                     and isinstance(e, (int, np.integer)) and 0 <= e < self.n_entities]
+            if stray:
+                raise ModelError(f"actions for model {self.name!r} name entities that are not "
+                                 f"agents: {stray[:5]} (agents: agent_entities())")
             return [(e, kind, a) for e, a in actions.items() if a is not None]
-        if not isinstance(actions, Sequence | np.ndarray):
+        if isinstance(actions, (str, bytes)) or not isinstance(actions, Sequence | np.ndarray):
             raise ModelError(
                 f"actions for model {self.name!r} must be a sequence (or array) with one "
                 f"action per agent, or a mapping entity -> action; got "
@@ -160,6 +167,12 @@ class Model:
                 f"entity -> action"
             )
         return [(e, kind, a) for e, a in zip(agents, actions, strict=True) if a is not None]
+
+    def _agent_set(self) -> frozenset[int]:
+        agents = self.__dict__.get("_agent_ids")
+        if agents is None:
+            agents = self.__dict__["_agent_ids"] = frozenset(self._agent_list())
+        return agents
 
     def _agent_list(self) -> list[int]:
         agents = self.__dict__.get("_agents")
@@ -230,6 +243,9 @@ class EntityGroups:
         self._ranges: dict[str, range] = {}
         start = 0
         for name, size in sizes.items():
+            if hasattr(EntityGroups, name):
+                raise ModelError(f"entity group name {name!r} is taken by an EntityGroups "
+                                 "attribute; choose another")
             if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
                 raise ModelError(f"size of entity group {name!r} must be an int >= 0, "
                                  f"got {size!r}")
@@ -404,10 +420,12 @@ def _takes_info(model: Model, name: str) -> bool:
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return True
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) not in (3, 4):
+    required = [p for p in positional if p.default is p.empty]
+    if len(required) not in (3, 4) or len(positional) < 3:
         raise ModelError(f"outputs() of model {name!r} must take (entity, state, start) or "
                          f"(entity, state, start, info); it takes {len(positional)} arguments")
-    return len(positional) == 4
+    # A fourth parameter is the StepInfo when it has no default or is named info.
+    return len(required) == 4 or (len(positional) >= 4 and positional[3].name == "info")
 
 
 class StateArrays:

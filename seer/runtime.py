@@ -242,7 +242,7 @@ class Runtime(ABC):
             try:
                 episode = self.model.init_episode(np.random.default_rng(_child(seq, n)))
             except Exception as exc:
-                raise self._model_code_failed(exc, "init_episode", None) from exc
+                self._raise_model_code(exc, "init_episode", None)
         self._episode = episode
         init = self.model.init_entity
         for ctx in self._contexts:
@@ -275,7 +275,7 @@ class Runtime(ABC):
             try:
                 prepared = self.model.prepare_step(self.snapshot, self._step_index)
             except Exception as exc:
-                raise self._model_code_failed(exc, "prepare_step", None) from exc
+                self._raise_model_code(exc, "prepare_step", None)
             for ctx in self._contexts:
                 ctx.prepared = prepared
         counters = self._external_counters
@@ -412,7 +412,7 @@ class Runtime(ABC):
                     shared = self.model.step_outputs(self.state, self.snapshot,
                                                      self._step_index)
                 except Exception as exc:
-                    raise self._model_code_failed(exc, "step_outputs", None) from exc
+                    self._raise_model_code(exc, "step_outputs", None)
             info = StepInfo(self._step_index, self.time, shared, self._episode)
         return (np.zeros(k, np.float64), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
                 [None] * k, [None] * k, info)
@@ -431,9 +431,7 @@ class Runtime(ABC):
             try:
                 out = outputs(entity, state, start, *extra)
             except Exception as exc:
-                err = self._model_code_failed(exc, "outputs", entity)
-                err.agent_position = i  # type: ignore[attr-defined]
-                raise err from exc
+                self._raise_model_code(exc, "outputs", entity, position=i)
             try:
                 observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
             except (TypeError, ValueError) as exc:
@@ -450,15 +448,23 @@ class Runtime(ABC):
         return StepResult(self._step_index, self._step_index * self.spec.step_length,
                           observations, rewards, terms, truncs, infos)
 
-    def _model_code_failed(self, exc: Exception, where: str,
-                           entity: int | None) -> BaseException:
-        """The error to raise when the model's ``where`` (``outputs``, ``prepare_step``)
-        raised ``exc``; marks the runtime failed."""
+    def _raise_model_code(self, exc: Exception, where: str, entity: int | None, *,
+                          position: int | None = None) -> None:
+        """Raise the error for ``exc`` from the model's ``where`` (``outputs``,
+        ``prepare_step``, ...): ``exc`` itself if it is one of SEER's errors, else a
+        :class:`ModelCodeError` caused by it. Marks the runtime failed."""
         self._mark_failed()
-        if isinstance(exc, SeerError):
-            return exc
-        return ModelCodeError(model=self.spec.name, step=self._step_index, where=where,
-                              entity=entity, cause=exc)
+        err = exc if isinstance(exc, SeerError) else ModelCodeError(
+            model=self.spec.name, step=self._step_index, where=where, entity=entity,
+            cause=exc)
+        if position is not None:
+            err.agent_position = position  # type: ignore[attr-defined]
+        try:
+            if err is exc:
+                raise exc
+            raise err from exc
+        finally:
+            exc = err = None  # no exception -> frame -> exception cycle
 
     @property
     def _event_limit(self) -> int:
@@ -485,14 +491,19 @@ class Runtime(ABC):
         :class:`HandlerError` (or the :class:`ContractError` itself) when ``exc`` is tagged
         with its event, else ``exc`` unchanged."""
         ev = event_of(exc)
-        if ev is None:
-            if isinstance(exc, Exception):
-                self._mark_failed()
-            raise exc
-        err = self._handler_failed(exc, ev[2], self._kind_name(ev[3]), ev)
-        if err is exc:
-            raise exc
-        raise err from exc
+        try:
+            if ev is None:
+                if isinstance(exc, Exception):
+                    self._mark_failed()
+                raise exc
+            err = self._handler_failed(exc, ev[2], self._kind_name(ev[3]), ev)
+            if err is exc:
+                raise exc
+            raise err from exc
+        finally:
+            # The traceback's frames hold the runtime: no exception -> frame -> exception
+            # cycle, so that a dropped runtime releases its threads without the collector.
+            exc = err = None
 
     def _handler_failed(self, exc: BaseException, entity: int, kind: str,
                         event: Event | None) -> BaseException:

@@ -73,7 +73,13 @@ class NumericRecords:
 
 def drain_numeric(worker: LeqWorker, records: NumericRecords, entity: int) -> list[Event]:
     """Take ``entity``'s whole intake and return its events (numeric records), freeing the
-    records into ``worker``'s slab. Intake order is newest first; sort by κ if needed."""
+    records into ``worker``'s slab. Intake order is newest first; sort by κ if needed.
+
+    Records move with the events: a consumed record belongs to the consumer's slab from then
+    on, and the producing process's handle range does not get it back. A producer can
+    therefore send at most ``len(handles)`` events over the block's life unless records are
+    handed back (e.g. through an :class:`~seer.interprocess.ring.MpmcRing` of free handles).
+    """
     h = worker.take(entity)
     events = []
     nxt, free = worker.slab.next, worker.slab.free

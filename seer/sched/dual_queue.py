@@ -350,7 +350,7 @@ class DualQueueRuntime(WindowedRuntime):
     # -- windows ---------------------------------------------------------------------------
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
-        self._abort = False
+        self._abort = self._interrupted  # a Ctrl-C between windows still stops this one
         pool = self._pool
         trace = self.trace
         if trace is not None:
@@ -372,7 +372,10 @@ class DualQueueRuntime(WindowedRuntime):
         self._collect()
         failures = [f for w in self._workers if (f := w.take_failure()) is not None]
         if failures:
-            self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))
+            try:
+                self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))
+            finally:
+                failures = f = None  # no exception -> frame -> exception cycle
 
     def _trace_window(self, start: int, ready: int, bound: tuple[float, int]) -> None:
         """The window's slice on the caller's track and each thread's barrier wait."""

@@ -116,7 +116,10 @@ class ExecutorRuntime(WindowedRuntime):
         except BaseException:
             self._abort = True  # Ctrl-C: stop the other chunks of this window early
             raise
-        return n, worker.cal, failure
+        try:
+            return n, worker.cal, failure
+        finally:
+            failure = None  # no exception -> frame -> exception cycle
 
     def _run_entity_traced(self, e: int, bound: tuple[float, int], worker: ExecutorWorker,
                            trace: Any) -> int:
@@ -141,9 +144,22 @@ class ExecutorRuntime(WindowedRuntime):
                 self._tracks_assigned += 1
         return track if track < len(self.trace.threads) else 0
 
+    def _abandon_executor(self, futures: list) -> None:
+        """Stop waiting for chunks that do not come back (a handler that never returns):
+        the runtime becomes unusable. The executor's threads are not daemon threads, so
+        interpreter exit still waits for them (this peer is what a user writes first; the
+        pooled runtimes use daemon threads)."""
+        running = sum(1 for f in futures if not f.done())
+        self._break(f"{running} executor chunk(s) did not come back from a handler after "
+                    "Ctrl-C; Python cannot stop a thread: fix the handler and build a new "
+                    "runtime")
+        if self._finalizer is not None:
+            self._finalizer.detach()  # close() must not wait for them
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
-        self._abort = False
+        self._abort = self._interrupted  # a Ctrl-C between windows still stops this one
         size = max(1, -(-len(ready) // (4 * self._threads)))
         entities = ready.tolist()
         chunks = [entities[i:i + size] for i in range(0, len(entities), size)]
@@ -154,18 +170,29 @@ class ExecutorRuntime(WindowedRuntime):
             self._abort = True
             for f in futures:
                 f.cancel()
-            wait(futures)
+            if self._give_up_after > 1:  # Ctrl-C is not deferred here: wait for the chunks
+                try:
+                    wait(futures)
+                except KeyboardInterrupt:  # ... unless the user insists
+                    self._abandon_executor(futures)
+                    raise
+            elif not all(f.done() for f in futures):  # the user's second Ctrl-C
+                self._abandon_executor(futures)
             raise
-        for f in futures:
-            exc = f.exception()
-            if exc is not None:
-                self._raise_failure(exc)
-        calendar = self._calendar
-        failures = []
-        for n, cal, failure in (f.result() for f in futures):
-            self.events_run += n
-            calendar.extend(cal)
-            if failure is not None:
-                failures.append(failure)
-        if failures:
-            self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))
+        try:
+            for f in futures:
+                exc = f.exception()
+                if exc is not None:
+                    self._raise_failure(exc)
+            calendar = self._calendar
+            failures = []
+            for n, cal, failure in (f.result() for f in futures):
+                self.events_run += n
+                calendar.extend(cal)
+                if failure is not None:
+                    failures.append(failure)
+            if failures:
+                self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))
+        finally:
+            # The futures hold the errors, whose frames hold the runtime: no cycle.
+            futures = failures = failure = exc = f = None

@@ -121,7 +121,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
         while g and g[0][0] < t_end:
             head = g[0]
             self._bound[0] = window_bound(head[0], head[1], t_end, lookahead)
-            self._abort = False
+            self._abort = self._interrupted  # a Ctrl-C between windows still stops it
             try:
                 if pool.threads == 1:
                     self._window_task(0)

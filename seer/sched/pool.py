@@ -230,19 +230,27 @@ class WorkerPool:
                     abort()
         finally:
             t1 = time.perf_counter()
-            self._wait_all(generation, abort, give_up_after)
-            stats.cpu_s += time.thread_time() - c0
-            stats.busy_s += t1 - t0
-            stats.idle_s += time.perf_counter() - t1
-            stats.tasks += 1
-            self._published = (self._published[0], None)  # drop the task's references
-        if caller_error is not None and not isinstance(caller_error, Exception):
-            raise caller_error
-        errors = self._errors
-        if caller_error is not None:
-            errors.append((0, caller_error))
-        if errors:
-            raise min(errors, key=_error_order)[1]
+            try:
+                self._wait_all(generation, abort, give_up_after)
+            finally:
+                stats.cpu_s += time.thread_time() - c0
+                stats.busy_s += t1 - t0
+                stats.idle_s += time.perf_counter() - t1
+                stats.tasks += 1
+                # Drop every reference to the task and its errors: a traceback's frames
+                # hold the runtime, and the pool lives as long as its threads.
+                self._published = (self._published[0], None)
+                with cond:
+                    errors, self._errors = self._errors, []
+        try:
+            if caller_error is not None and not isinstance(caller_error, Exception):
+                raise caller_error
+            if caller_error is not None:
+                errors.append((0, caller_error))
+            if errors:
+                raise min(errors, key=_error_order)[1]
+        finally:
+            caller_error = errors = None  # no exception -> frame -> exception cycle
 
     def _wait_all(self, generation: int, abort: Callable[[], None] | None,
                   give_up_after: int) -> None:
@@ -275,7 +283,10 @@ class WorkerPool:
                     self._give_up()
                     break
         if interrupted is not None:
-            raise interrupted
+            try:
+                raise interrupted
+            finally:
+                interrupted = None  # no exception -> frame -> exception cycle
 
     def _give_up(self) -> None:
         """Stop waiting for the workers still inside the task: they are abandoned."""

@@ -71,7 +71,10 @@ def _perf_open(tid: int, kind: tuple[int, int]) -> int:
     attr = _PerfAttr()
     attr.type, attr.config = kind
     attr.size = 72
-    attr.flags = (1 << 5) | (1 << 6)  # exclude_kernel, exclude_hv: allowed at paranoid 2
+    # Hardware counters: user space only (exclude_kernel, exclude_hv), which
+    # perf_event_paranoid 2 allows. Software events such as CPU migrations happen in the
+    # kernel: excluding it would leave them at 0 for good.
+    attr.flags = (1 << 5) | (1 << 6) if kind[0] == 0 else 0
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fd = libc.syscall(_SYSCALL_PERF_EVENT_OPEN, ctypes.byref(attr), tid, -1, -1, 0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -450,3 +451,35 @@ def test_a_second_ctrl_c_returns_from_a_handler_that_never_returns(runtime):
     assert f"in entity {entity}'s handler of the event at t=0.5" in lines[1]
     assert "worker-1" in lines[1]
     assert lines[-1] == "exiting"
+
+
+class FailsAtStep1(RandomModel):
+    def on_act(self, ctx, event):
+        if int(ctx.now) == 1 and ctx.id % 2 == 0:
+            raise ValueError("handler bug")
+        super().on_act(ctx, event)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("runtime", PARALLEL)
+def test_runtimes_dropped_after_a_failed_step_release_their_threads(runtime):
+    """After a failed step, nothing keeps a dropped runtime (and its threads) alive for
+    good: the pool keeps no error and no task whose frames would hold it. (The failure's
+    traceback can still form a cycle with the runtime, which the collector frees.)"""
+    before = threading.active_count()
+    for _ in range(5):
+        model = FailsAtStep1(20, seed=2)
+        rt = seer.make_runtime(model, runtime, threads=3)
+        rt.reset(0)
+        with pytest.raises(seer.HandlerError):
+            for t in range(3):
+                rt.step(model.sample_actions(t))
+        pool = rt.pool
+        if pool is not None:
+            assert pool._errors == [] and pool._published[1] is None
+        del rt, pool
+    gc.collect()
+    deadline = time.monotonic() + WAIT
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == before

@@ -462,8 +462,7 @@ def test_bad_parameters(kwargs, message):
     ([0, -1, 4], "Pursuit action for pursuer 1 must be an int in 0..4, got -1"),
     ([1.0, 0, 0], "Pursuit action for pursuer 0 must be an int in 0..4, got 1.0"),
     ([True, 0, 0], "Pursuit action for pursuer 0 must be an int in 0..4, got True"),
-    ({0: 1, 4: 2}, r"Pursuit actions go to pursuers \(entities 0..2\); got an action for "
-                   "entity 4"),
+    ({0: 1, 4: 2}, r"name entities that are not agents: \[4\]"),
     ([0, 1], "has length 2; expected 3"),
 ])
 def test_bad_actions_are_refused_before_anything_runs(actions, message):
