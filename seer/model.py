@@ -243,7 +243,7 @@ class EntityGroups:
         self._ranges: dict[str, range] = {}
         start = 0
         for name, size in sizes.items():
-            if hasattr(EntityGroups, name):
+            if hasattr(EntityGroups, name) or name in ("total",) or name.startswith("_"):
                 raise ModelError(f"entity group name {name!r} is taken by an EntityGroups "
                                  "attribute; choose another")
             if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:

@@ -323,3 +323,28 @@ def test_step_info_is_a_frozen_record():
     info = StepInfo(3, 3.0, "shared", None)
     with pytest.raises(AttributeError):
         info.step = 4  # type: ignore[misc]
+
+
+def test_mapping_actions_must_name_agents_and_strings_are_not_sequences():
+    model = Herd(shepherds=3, sheep=10)
+    rt = seer.SerialRuntime(model)
+    rt.reset(0)
+    with pytest.raises(seer.ModelError, match=r"name entities that are not agents: \[5\]"):
+        rt.step({5: (1.0, 0.0)})
+    with pytest.raises(seer.ModelError, match="must be a sequence"):
+        rt.step("abc")
+    rt.step([(0.0, 0.0)] * 3)  # the episode goes on
+
+
+def test_entity_group_names_cannot_shadow_its_attributes():
+    with pytest.raises(seer.ModelError, match="entity group name 'total' is taken"):
+        EntityGroups(total=3, evaders=2)
+
+
+def test_a_fourth_outputs_parameter_with_a_default_is_not_the_info():
+    class Scaled(ReadOnlyWriter):
+        def outputs(self, entity, state, start, scale=2.0):
+            return None, scale, False, False, {}
+
+    out = seer.SerialRuntime(Scaled(2)).reset(0)
+    assert out.rewards.tolist() == [2.0, 2.0]

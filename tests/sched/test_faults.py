@@ -483,3 +483,32 @@ def test_runtimes_dropped_after_a_failed_step_release_their_threads(runtime):
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert threading.active_count() == before
+
+
+@pytest.mark.timeout(120)
+def test_the_executor_peer_gives_up_on_a_stuck_chunk_at_the_second_ctrl_c():
+    """As the pooled runtimes do; its threads are not daemon threads, so the child is
+    killed once it has said what it had to say."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", STUCK_CHILD, "executor"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().startswith("stuck")
+        time.sleep(0.3)
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        lines = []
+        while len(lines) < 3:  # both executor threads may report being stuck first
+            line = child.stdout.readline().strip()
+            if not line.startswith("stuck"):
+                lines.append(line)
+    finally:
+        child.kill()
+        child.wait()
+    assert lines[0] == "interrupted"
+    assert lines[1].startswith("refused: ") and "is unusable" in lines[1]
+    assert "did not come back" in lines[1] and lines[2] == "exiting"
