@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -159,7 +158,3 @@ def plot_gantt(trace: Trace, path: str | Path, *, title: str = "") -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
-
-
-def thread_name() -> str:
-    return threading.current_thread().name
