@@ -1,0 +1,79 @@
+"""The workloads' results are pinned: a fixed episode of PCS and of Aircraft gives stored
+bytes on every runtime.
+
+Handler rewrites for speed (``docs/performance.md``) must not change a single result; this
+file is the check. The hashes were computed before such a rewrite and must hold after it.
+They depend on numpy's floating-point kernels (Aircraft uses libm functions, PCS an SVD),
+so they are checked on the numpy minor version they were computed with; on another one,
+regenerate them on purpose (``python -m tests.workloads.test_fixed_episodes``) after
+checking that the old code gives the same new hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+import seer
+from workloads.aircraft import Aircraft
+from workloads.pcs import PCS
+
+#: numpy minor version the hashes below were computed with
+NUMPY = "2.5"
+RUNTIMES = [("serial", 1), ("seer", 2), ("static", 2), ("global", 2), ("executor", 2)]
+SEEDS = (0, 1, 2)
+STEPS = 4
+
+
+def _models() -> dict[str, seer.Model]:
+    return {"pcs": PCS(12, 12, cost_us=15, hotspot_gain=4.0),
+            "aircraft": Aircraft(60, cost_us=20)}
+
+
+def episode_sha256(workload: str, runtime: str, threads: int, seed: int) -> str:
+    """sha256 of every output of ``STEPS`` steps after a reset, then the final state."""
+    model = _models()[workload]
+    digest = hashlib.sha256()
+    with seer.make_runtime(model, runtime, threads=threads) as rt:
+        results = [rt.reset(seed=seed)]
+        for t in range(STEPS):
+            results.append(rt.step(model.sample_actions(t)))
+        for r in results:
+            for array in (np.asarray(r.observations), r.rewards, r.terminations,
+                          r.truncations):
+                digest.update(np.ascontiguousarray(array).tobytes())
+        for name in rt.state.names:
+            digest.update(name.encode())
+            digest.update(np.ascontiguousarray(rt.state[name]).tobytes())
+        digest.update(str(rt.events_run).encode())
+    return digest.hexdigest()
+
+
+EXPECTED = {
+    ('pcs', 0): '038db80c33cb6cb958bb7cc02c8c9ba450db669739a671afcd9b9687d781ccde',
+    ('pcs', 1): '20c6dc0d5eaca29d0e1f277938d521193e774e94865aa7ceec34e65fe37a8cd3',
+    ('pcs', 2): '3412e0c8d3eb02c781b42ca2ea1c4858ba58ed09947ccae3e9b9f9792c830f85',
+    ('aircraft', 0): '0bed52aa091f7efa62f6e3ac578062598ee2e81e79b48c1c03492ea1c0f611d0',
+    ('aircraft', 1): '9c49e347dc8856c0b44457af913a5bf9c9f554630c113af398da042b01c2961a',
+    ('aircraft', 2): '75ff4dcfca92d2de99ff511782d4966c6655de668cbca9a545f6beb384b2f868',
+}
+
+
+@pytest.mark.skipif(".".join(np.__version__.split(".")[:2]) != NUMPY,
+                    reason=f"hashes computed with numpy {NUMPY}.x")
+@pytest.mark.parametrize("workload", ["pcs", "aircraft"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fixed_episode(workload: str, seed: int) -> None:
+    for runtime, threads in RUNTIMES:
+        assert episode_sha256(workload, runtime, threads, seed) == EXPECTED[workload, seed], \
+            f"{workload} seed {seed} on {runtime}({threads}): results changed"
+
+
+if __name__ == "__main__":
+    for w in ("pcs", "aircraft"):
+        for s in SEEDS:
+            hashes = {episode_sha256(w, r, t, s) for r, t in RUNTIMES}
+            assert len(hashes) == 1, f"runtimes disagree on {w} seed {s}"
+            print(f"    ({w!r}, {s}): {hashes.pop()!r},")
