@@ -11,6 +11,7 @@ the machine had while it was measured.
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +45,18 @@ def timer(threads: int) -> Callable[[int], float]:
             elapsed += time.perf_counter() - t0
         return elapsed
     return run
+
+
+def capacity_now(repeats: int = 5) -> float:
+    """Effective cores right now: ``2 x time(1 thread) / time(2 threads)`` of the loop,
+    medians of ``repeats`` interleaved calls (plain timing, for the parts that are not
+    pyperf benchmarks)."""
+    one, two = timer(1), timer(2)
+    a, b = [], []
+    for _ in range(repeats):
+        a.append(one(1))
+        b.append(two(1))
+    return 2 * statistics.median(a) / statistics.median(b)
 
 
 def name(threads: int) -> str:

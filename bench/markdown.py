@@ -57,10 +57,11 @@ def ratios(m: Part, config: str, names: list[str], spread: bool = False) -> list
 
 def write_results(m: dict[str, Part], balance: dict[str, dict], z: Sizes, figures: list[str],
                   run: dict, span: str, stpa: dict | None = None,
-                  pursuit_result: dict | None = None) -> str:
+                  pursuit_result: dict | None = None, extra: list[str] | None = None) -> str:
     """The whole of RESULTS.md for the parts ``m``, measured over ``span``; ``stpa`` and
     ``pursuit_result`` are ``bench/results/stpa.json`` and ``pursuit.json`` (None when
-    they were not measured)."""
+    they were not measured); ``extra`` are the lines of the once-run parts
+    (``bench.report.ONCE_PARTS``)."""
     out = _header(m, z, run, span, stpa)
     if READING.exists() and z.mode != "smoke":
         out += [READING.read_text().strip(), ""]
@@ -71,6 +72,7 @@ def write_results(m: dict[str, Part], balance: dict[str, dict], z: Sizes, figure
     out += _queues(m["queues"])
     out += _stpa(stpa)
     out += pursuit(pursuit_result)
+    out += extra or []
     out += ["## Figures", "", *[f"![{f}](figures/{f})" for f in figures]]
     return "\n".join(out) + "\n"
 

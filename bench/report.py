@@ -20,6 +20,10 @@ state, cores and package versions, and that ``python -m pyperf compare_to`` can 
 * ``load_balance*.json``: per-thread CPU time and events (plain timing).
 * ``stpa.json``: STPA's held-out accuracy and regret, and the preflight's cost
   (:mod:`bench.stpa`, once, not in rounds).
+* ``efficiency.json``: speed-up and CPU time of every runtime, side by side, with the
+  scaling goals for plain-Python handlers (:mod:`bench.efficiency`, once).
+* ``sharing.json``: what handler operations cost on 1 thread and beside a second one
+  (:mod:`bench.sharing` over the pyperf suite :mod:`bench.bench_sharing`, once).
 * ``pursuit.json``: the pursuit port against PettingZoo's own implementation, speed and
   agreement of episode statistics (:mod:`bench.pursuit`, once, not in rounds; skipped
   when PettingZoo, the ``marl`` extra, is not installed).
@@ -58,6 +62,16 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 FIGURES = HERE / "figures"
 BALANCE_WORKLOADS = ("aircraft", "pcs")
+#: Self-contained parts, run once (not in rounds), each a module ``bench.<name>`` with
+#: ``main(argv)`` (writing ``--out FILE``, one JSON), ``section(result | None) -> lines`` and
+#: optionally ``draw(result, figures) -> file names``: name -> (module needed to run it
+#: (None: always runs), arguments by mode).
+ONCE_PARTS: dict[str, tuple[str | None, dict[str, list[str]]]] = {
+    "efficiency": (None, {"smoke": ["--smoke"], "fast": [],
+                          "full": ["--steps", "6", "--rounds", "5"]}),
+    "sharing": (None, {"smoke": ["--smoke"], "fast": [],
+                       "full": ["--full"]}),
+}
 
 
 def jobs(z: Sizes) -> dict[str, tuple[str, list[str]]]:
@@ -115,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     z = Sizes(mode)
     started = time.time()
     parts = jobs(z)
-    known = {*parts, "queues", "balance", "stpa", "pursuit"}
+    known = {*parts, "queues", "balance", "stpa", "pursuit", *ONCE_PARTS}
     wanted = set(args.only) if args.only else None
     if wanted and not wanted <= known:
         parser.error(f"unknown parts {sorted(wanted - known)}; choose from {sorted(known)}")
@@ -141,7 +155,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="redraw figures and RESULTS.md from bench/results")
     parser.add_argument("--only", nargs="+", default=None, metavar="PART",
                         help="re-run only these parts (names of the result files, plus "
-                        "'queues', 'balance', 'stpa' and 'pursuit'), reuse the other "
+                        "'queues', 'balance', 'stpa', 'pursuit' and "
+                        f"{', '.join(repr(n) for n in ONCE_PARTS) or 'none'}), reuse the other "
                         "result files")
     return parser
 
@@ -158,10 +173,18 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
     pursuit = json.loads(pursuit_file.read_text()) if pursuit_file.exists() else None
     figures.mkdir(exist_ok=True)
     drawn = draw(parts, balance, z, figures, stpa)
+    extra: list[str] = []
+    for name in ONCE_PARTS:
+        module = importlib.import_module(f"bench.{name}")
+        file = results / f"{name}.json"
+        result = json.loads(file.read_text()) if file.exists() else None
+        extra += module.section(result)
+        if result is not None and hasattr(module, "draw"):
+            drawn += module.draw(result, figures)
     run_file = results / "run.json"
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     span = run_span(results / f"{name}.json" for name in names)
-    return write_results(parts, balance, z, drawn, run, span, stpa, pursuit)
+    return write_results(parts, balance, z, drawn, run, span, stpa, pursuit, extra)
 
 
 def code_commit() -> str:
@@ -203,6 +226,9 @@ def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
         run_stpa(z, results)
     if wanted is None or "pursuit" in wanted:
         run_pursuit(z, results)
+    for name in ONCE_PARTS:
+        if wanted is None or name in wanted:
+            run_once(name, z, results)
 
 
 def run_stpa(z: Sizes, results: Path) -> None:
@@ -221,6 +247,19 @@ def run_pursuit(z: Sizes, results: Path) -> None:
         return
     cmd = [sys.executable, "-m", "bench.pursuit", *z.pursuit, "--out",
            str(results / "pursuit.json")]
+    print(f"[report] {shlex.join(cmd[2:])}", flush=True)
+    subprocess.run(cmd, check=True, cwd=HERE.parent)
+
+
+def run_once(name: str, z: Sizes, results: Path) -> None:
+    """One of :data:`ONCE_PARTS`, its progress shown; skipped, with a note, where the
+    module it needs is not installed."""
+    needs, args = ONCE_PARTS[name]
+    if needs is not None and importlib.util.find_spec(needs) is None:
+        print(f"[report] {name} skipped: {needs} is not installed", flush=True)
+        return
+    cmd = [sys.executable, "-m", f"bench.{name}", *args[z.mode], "--out",
+           str(results / f"{name}.json")]
     print(f"[report] {shlex.join(cmd[2:])}", flush=True)
     subprocess.run(cmd, check=True, cwd=HERE.parent)
 

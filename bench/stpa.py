@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 import seer
-from bench.bench_capacity import timer
+from bench.bench_capacity import capacity_now
 from bench.bench_runtimes import make_model
 from bench.sizes import Sizes
 
@@ -70,17 +70,6 @@ def subset(data: dict[str, np.ndarray], groups: int) -> dict[str, np.ndarray]:
     n = len(data["labels"])
     return {k: v[rows] if v.ndim and len(v) == n and k != "mask" else v
             for k, v in data.items()}
-
-
-def capacity_now(repeats: int = 5) -> float:
-    """Effective cores right now: ``2 x time(1 thread) / time(2 threads)`` of
-    :mod:`bench.bench_capacity`'s loop, medians of ``repeats`` interleaved calls."""
-    one, two = timer(1), timer(2)
-    a, b = [], []
-    for _ in range(repeats):
-        a.append(one(1))
-        b.append(two(1))
-    return 2 * statistics.median(a) / statistics.median(b)
 
 
 def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int, seed: int

@@ -66,10 +66,13 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
                     "PettingZoo `pursuit_v5.parallel_env`", "the port on `serial`",
                     "### Agreement (4 episodes each", "Welch p", "tests/workloads/test_pursuit.py",
                     "python -m bench.pursuit --smoke",
-                    "python -m bench.bench_runtimes --workload pursuit"):
+                    "python -m bench.bench_runtimes --workload pursuit",
+                    "## Parallel efficiency", "PCS 1600: total CPU of seer(2) / serial CPU",
+                    "## What a handler's operations cost", "`r.exponential(2.0)`"):
         assert section in text
     for figure in ("speedup_vs_threads.png", "throughput_vs_cost.png", "hotspot.png",
-                   "latency_vs_entities.png", "cpu_per_thread.png", "stpa_choices.png"):
+                   "latency_vs_entities.png", "cpu_per_thread.png", "stpa_choices.png",
+                   "efficiency.png"):
         assert (tmp_path / figure).stat().st_size > 1000
         assert f"(figures/{figure})" in text
     assert "choice vs best thread count" in text

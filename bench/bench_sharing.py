@@ -1,0 +1,195 @@
+"""What a handler's everyday operations cost on free-threaded CPython, alone and while a
+second thread does the same, on its own objects or on the very same ones.
+
+    .venv/bin/python -m bench.bench_sharing --fast -o sharing.json
+    .venv/bin/python -m bench.bench_sharing --fast --ops attr_read rng_draw
+
+Each operation (:data:`OPS`) runs in three modes, each a pyperf benchmark ``<op>-<mode>``:
+
+* ``1T``: one thread runs the loop;
+* ``2T-private``: two threads run it at once, each on its own object (made by the main
+  thread, as a runtime's per-entity contexts and rows are);
+* ``2T-shared``: two threads run it at once on the same object.
+
+Times are wall time per operation per thread, so perfect scaling keeps the 2-thread figure
+equal to the 1-thread one; ``2T-private / 1T`` is what running beside another thread costs
+(the interpreter's and the library's own shared state, the machine's shared caches), and
+``2T-shared / 2T-private`` what sharing the object adds (contended reference counts, locks,
+cache lines moving between cores). The main process prints both ratios at the end;
+:mod:`bench.sharing` puts them in ``bench/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyperf
+
+import seer
+from seer.model import compile_model, make_row, make_row_class
+
+__all__ = ["MODES", "OPS", "Op", "loop_function", "run_mode"]
+
+MODES = ("1T", "2T-private", "2T-shared")
+#: statements per loop iteration (pyperf's inner_loops): the loop's own cost is spread thin
+UNROLL = 10
+
+
+class Holder:
+    """A model-like instance: constants read as attributes, a method, a neighbour table."""
+
+    def __init__(self) -> None:
+        self.x = 1.5
+        self.table = [3, 1, 4, 1]
+        self.pair = (3, 1, 4, 1)
+        self.floats = np.linspace(0.0, 1.0, 16)
+        self.counts = np.arange(16, dtype=np.int64)
+        self.matrix = np.random.default_rng(0).standard_normal((8, 8))
+
+    def method(self) -> float:
+        return self.x
+
+
+class _Tick(seer.Model):
+    """One entity, one kind: enough to build a real :class:`seer.Context`."""
+
+    kinds = ("tick",)
+    fields = {"busy": ((), np.int64)}  # noqa: RUF012
+
+    def on_tick(self, ctx: seer.Context, event: Any) -> None:
+        pass
+
+    def outputs(self, entity: int, state: seer.StateArrays,
+                start: seer.StateArrays) -> tuple[Any, float, bool, bool, dict]:
+        return None, 0.0, False, False, {}
+
+
+def _row() -> Any:
+    spec = compile_model(_Tick(1))
+    return make_row(make_row_class(spec.fields), {"busy": np.zeros(1, np.int64)}, 0)
+
+
+def _context() -> seer.Context:
+    spec = compile_model(_Tick(1))
+    row = make_row(make_row_class(spec.fields), {"busy": np.zeros(1, np.int64)}, 0)
+    # A push that keeps nothing: the emit's own cost, not a growing heap's.
+    return seer.Context(spec, 0, row, collections.deque(maxlen=1).append)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation: ``make()`` builds the object the statement works on (bound to ``s``),
+    ``prelude`` takes locals from it once per call, ``stmt`` is the timed statement, and
+    ``advice`` is what its figures mean for a handler's author."""
+
+    make: Callable[[], Any]
+    prelude: str
+    stmt: str
+    advice: str
+
+
+OPS: dict[str, Op] = {
+    "attr_read": Op(Holder, "o = s", "o.x",
+                    "model constants as attributes of `self`: cheap, shared or not"),
+    "list_index": Op(Holder, "t = s.table", "t[1]",
+                     "neighbour tables as lists: cheap, shared or not"),
+    "tuple_index": Op(Holder, "t = s.pair", "t[1]", "tuples: as lists"),
+    "method_call": Op(Holder, "o = s", "o.method()", "calling a method of `self`"),
+    "bound_method_call": Op(Holder, "m = s.method", "m()",
+                            "calling one bound-method object kept in a variable"),
+    "float_arith": Op(Holder, "y = s.x", "y * 1.5", "arithmetic creating floats"),
+    "np_scalar_read": Op(Holder, "a = s.floats", "a[3]",
+                         "indexing a numpy array makes a numpy scalar (an allocation)"),
+    "np_scalar_to_int": Op(Holder, "a = s.counts", "int(a[3])",
+                           "`int(array[i])`: the scalar plus a conversion"),
+    "np_exp_scalar": Op(Holder, "y = s.x; f = np.exp", "f(y)",
+                        "a numpy ufunc on one number (use `math` for scalars)"),
+    "math_exp_scalar": Op(Holder, "y = s.x; f = math.exp", "f(y)", "`math.exp` on one number"),
+    "small_matmul": Op(Holder, "a = s.matrix", "a @ a",
+                       "numpy on a tiny (8x8) array: the call's fixed cost dominates"),
+    "rng_draw": Op(lambda: np.random.default_rng(1), "r = s", "r.exponential(2.0)",
+                   "one draw from a numpy Generator (per entity: `ctx.rng`)"),
+    "row_read": Op(_row, "row = s", "row.busy", "reading a scalar field through `ctx.row`"),
+    "row_write": Op(_row, "row = s", "row.busy += 1",
+                    "`ctx.row.field += 1`: a read, a numpy add and a write"),
+    "ctx_emit": Op(_context, "c = s", "c.emit(0, 1.0, 0)",
+                   "`ctx.emit` to the entity itself, the push not counted"),
+}
+
+
+def loop_function(op: Op) -> Callable[[Any, int], None]:
+    """``run(s, loops)``: ``loops`` iterations of ``UNROLL`` copies of the statement."""
+    body = "; ".join([op.stmt] * UNROLL)
+    source = (f"def run(s, loops):\n    {op.prelude}\n"
+              f"    for _ in range(loops):\n        {body}\n")
+    namespace: dict[str, Any] = {"np": np, "math": __import__("math")}
+    exec(source, namespace)
+    return namespace["run"]
+
+
+def run_mode(op: Op, mode: str, loops: int) -> float:
+    """Wall seconds for ``loops`` iterations of ``op`` in ``mode``: the threads start
+    together and the time ends with the last one."""
+    run = loop_function(op)
+    first = op.make()
+    objects = {"1T": [first], "2T-private": [first, op.make()],
+               "2T-shared": [first, first]}[mode]
+    barrier = threading.Barrier(len(objects) + 1)
+
+    def body(s: Any) -> None:
+        run(s, 10)  # warm the specialised bytecode before the timed part
+        barrier.wait()
+        run(s, loops)
+
+    threads = [threading.Thread(target=body, args=(s,)) for s in objects]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0
+
+
+def _time(loops: int, op: Op, mode: str) -> float:
+    return run_mode(op, mode, loops)
+
+
+def _summary(bench: pyperf.BenchmarkSuite, names: list[str]) -> None:
+    print(f"\n{'operation':<20} {'1T ns/op':>9} {'2T-private':>11} {'2T-shared':>10}")
+    for name in names:
+        try:
+            one = bench.get_benchmark(f"{name}-1T").median()
+            private = bench.get_benchmark(f"{name}-2T-private").median()
+            shared = bench.get_benchmark(f"{name}-2T-shared").median()
+        except KeyError:
+            continue
+        print(f"{name:<20} {one * 1e9:>9.1f} {private / one:>10.2f}x {shared / one:>9.2f}x")
+
+
+def main() -> None:
+    runner = pyperf.Runner(add_cmdline_args=lambda cmd, args: cmd.extend(
+        ["--ops", *args.ops]))
+    runner.argparser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS),
+                                  help="operations to measure (default: all)")
+    args = runner.parse_args()
+    runner.metadata["description"] = "per-operation cost on 1 thread and on 2 threads"
+    suite = []
+    for name in args.ops:
+        for mode in MODES:
+            bench = runner.bench_time_func(f"{name}-{mode}", _time, OPS[name], mode,
+                                           inner_loops=UNROLL)
+            if bench is not None:
+                suite.append(bench)
+    if not runner.args.worker and suite:
+        _summary(pyperf.BenchmarkSuite(suite), list(args.ops))
+
+
+if __name__ == "__main__":
+    main()

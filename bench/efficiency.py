@@ -1,0 +1,224 @@
+"""Parallel efficiency: the speed-up of every runtime over serial and the CPU time it spent
+for it, measured side by side, with the scaling goals for plain-Python handlers.
+
+    .venv/bin/python -m bench.efficiency --out efficiency.json          # about 3 minutes
+    .venv/bin/python -m bench.efficiency --smoke --out /tmp/eff.json    # seconds
+
+A speed-up says how much sooner a step ends; the CPU ratio (total process CPU time of the
+runtime over that of serial, all threads counted) says what the threads paid for it. With
+two threads and perfect scaling the speed-up is 2 and the CPU ratio 1; a CPU ratio above 1
+is work the second thread added: the scheduler's own, idle spinning, and the
+interpreter's and numpy's costs of running on two cores at once (``docs/performance.md``).
+
+Plain timing, not pyperf: every runtime of a workload is built once and the runtimes take
+turns, ``rounds`` times, each timing ``steps`` steps after a reset and a warm-up step
+(wall: ``time.perf_counter``; CPU: ``time.process_time``). Ratios are taken within a
+round (against serial timed seconds before) and the median over rounds is reported, with
+the machine's parallel capacity (:func:`bench.bench_capacity.capacity_now`) before and
+after, because a shared host may take one core away at any time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import seer
+from bench.bench_capacity import capacity_now
+from bench.bench_runtimes import make_model
+from bench.labels import parse_runtime
+from seer.cli import interpreter_facts
+
+__all__ = ["GOALS", "WORKLOADS", "main", "measure", "section"]
+
+RUNTIMES = ["serial", "seer(1)", "seer(2)", "static(2)", "static-block(2)", "global(2)",
+            "executor(2)"]
+PEERS = ["serial", "seer(2)", "static(2)", "static-block(2)", "global(2)"]
+#: key -> (title, workload, entities, cost µs, hotspot peak, runtimes)
+WORKLOADS: dict[str, tuple[str, str, int, float, float, list[str]]] = {
+    "pcs": ("PCS 1600 cells, ~20 µs events", "pcs", 1600, 15, 2.0, RUNTIMES),
+    "aircraft": ("Aircraft 800 UAVs, ~200 µs events", "aircraft", 800, 200, 2.0, RUNTIMES),
+    "bench10": ("BenchModel 1600 entities, 10 µs events", "bench", 1600, 10, 2.0, RUNTIMES),
+    "bench5": ("BenchModel 1600 entities, 5 µs events", "bench", 1600, 5, 2.0,
+               ["serial", "seer(2)"]),
+    "pcs_gain0": ("PCS 1600 cells, no hotspot", "pcs", 1600, 15, 0.0, PEERS),
+    "pcs_gain8": ("PCS 1600 cells, hotspot of peak 8", "pcs", 1600, 15, 8.0, PEERS),
+}
+#: the smoke mode's sizes (correctness of the pipeline only)
+SMOKE_ENTITIES = {"pcs": 64, "aircraft": 40, "bench": 60}
+#: (text, workload key, measure, runtime(s), goal): measure "speedup" (runtime over
+#: serial), "cpu" (CPU ratio, at most the goal), or "lead" (time of each peer over the
+#: runtime's, at least the goal)
+GOALS: list[tuple[str, str, str, Any, float]] = [
+    ("PCS 1600, ~20 µs: seer(2) / serial", "pcs", "speedup", "seer(2)", 1.6),
+    ("PCS 1600: total CPU of seer(2) / serial CPU", "pcs", "cpu", "seer(2)", 1.10),
+    ("BenchModel 10 µs: seer(2) / serial", "bench10", "speedup", "seer(2)", 1.5),
+    ("BenchModel 5 µs: seer(2) breaks even with serial", "bench5", "speedup", "seer(2)",
+     1.0),
+    ("PCS, no hotspot: seer(2) at least level with static(2)", "pcs_gain0", "lead",
+     ["static(2)"], 1.0),
+    ("PCS, hotspot peak 8: seer(2) ahead of every peer", "pcs_gain8", "lead",
+     ["static(2)", "static-block(2)", "global(2)"], 1.0),
+]
+
+
+def measure(key: str, steps: int, rounds: int, smoke: bool = False) -> dict[str, Any]:
+    """Wall and CPU seconds per step of each runtime of ``WORKLOADS[key]``, per round."""
+    _title, workload, entities, cost, gain, names = WORKLOADS[key]
+    if smoke:
+        entities = SMOKE_ENTITIES[workload]
+    model = make_model(workload, entities, cost, 1, gain)
+    actions = [model.sample_actions(t) for t in range(steps + 1)]
+    runtimes = {}
+    try:
+        for name in names:
+            kind, threads = parse_runtime(name)
+            runtimes[name] = seer.make_runtime(model, kind, threads=threads)
+        rows: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": []} for n in names}
+        for _ in range(rounds):
+            for name, rt in runtimes.items():
+                rt.reset(seed=0)
+                rt.step(actions[0])
+                c0, t0 = time.process_time(), time.perf_counter()
+                for t in range(steps):
+                    rt.step(actions[t + 1])
+                rows[name]["wall"].append((time.perf_counter() - t0) / steps)
+                rows[name]["cpu"].append((time.process_time() - c0) / steps)
+    finally:
+        for rt in runtimes.values():
+            rt.close()
+    base = rows["serial"]
+    out = {}
+    for name, r in rows.items():
+        out[name] = {
+            "wall_s": r["wall"], "cpu_s": r["cpu"],
+            "speedup": _paired(base["wall"], r["wall"]),
+            "cpu_ratio": _paired(r["cpu"], base["cpu"]),
+            "threads": parse_runtime(name)[1]}
+    return {"entities": entities, "cost_us": cost, "gain": gain, "workload": workload,
+            "runtimes": out}
+
+
+def _paired(a: list[float], b: list[float]) -> float:
+    """Median over rounds of ``a[r] / b[r]``."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
+    parser.add_argument("--steps", type=int, default=4, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    args = parser.parse_args(argv)
+    from tqdm import tqdm
+
+    steps, rounds = (1, 1) if args.smoke else (args.steps, args.rounds)
+    result: dict[str, Any] = {
+        "command": shlex.join(["python", "-m", "bench.efficiency",
+                               *(argv if argv is not None else sys.argv[1:])]),
+        "facts": interpreter_facts(), "steps": steps, "rounds": rounds, "smoke": args.smoke,
+        "capacity_before": capacity_now(), "workloads": {}}
+    for key in tqdm(args.only, desc="efficiency", unit="workload"):
+        result["workloads"][key] = measure(key, steps, rounds, args.smoke)
+    result["capacity_after"] = capacity_now()
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    for line in section(result):
+        print(line)
+
+
+# -- the report --------------------------------------------------------------------------------
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def goal_rows(result: dict[str, Any]) -> list[list[str]]:
+    """One row per goal of :data:`GOALS`: text, goal, measured, met."""
+    rows = []
+    for text, key, what, who, goal in GOALS:
+        w = result["workloads"].get(key)
+        if w is None:
+            rows.append([text, f"{goal:g}", "not measured", "-"])
+            continue
+        r = w["runtimes"]
+        if what == "speedup":
+            value, ok, shown = r[who]["speedup"], r[who]["speedup"] >= goal, ">="
+        elif what == "cpu":
+            value, ok, shown = r[who]["cpu_ratio"], r[who]["cpu_ratio"] <= goal, "<="
+        else:
+            # lead over each peer: time(peer) / time(seer(2)), per round, median
+            leads = {p: _paired(r[p]["wall_s"], r["seer(2)"]["wall_s"]) for p in who}
+            value = min(leads.values())
+            ok, shown = value >= goal, ">="
+        rows.append([text, f"{shown} {goal:g}", f"{value:.2f}", "yes" if ok else "**no**"])
+    return rows
+
+
+def section(result: dict[str, Any] | None) -> list[str]:
+    """The RESULTS.md section: goals, then a table per workload."""
+    title = "## Parallel efficiency: speed-up and the CPU time it costs"
+    if result is None:
+        return [title, "", "Not measured: run `.venv/bin/python -m bench.efficiency --out "
+                "bench/results/efficiency.json` (or `python -m bench.report --only "
+                "efficiency`).", ""]
+    out = [title, "",
+           f"Command: `{result['command']}` ({result['rounds']} rounds of "
+           f"{result['steps']} steps per runtime, runtimes taking turns). Parallel "
+           f"capacity: {result['capacity_before']:.2f} effective cores before, "
+           f"{result['capacity_after']:.2f} after; a speed-up above it is not possible, "
+           "and the goals below are read with it.", "",
+           "*CPU ratio* is the runtime's total process CPU time (every thread) over "
+           "serial's for the same steps: 1.00 means the second thread's time all became "
+           "progress. *Efficiency* is speed-up / threads.", "",
+           *_table(["goal (2 cores, paired in this run)", "target", "measured", "met"],
+                   goal_rows(result)), ""]
+    for key, w in result["workloads"].items():
+        out += [f"**{WORKLOADS[key][0] if key in WORKLOADS else key}**"
+                f" ({w['entities']} entities in this run)", ""]
+        rows = []
+        for name, r in w["runtimes"].items():
+            ms = 1e3 * statistics.median(r["wall_s"])
+            rows.append([name, f"{ms:.1f}", f"{r['speedup']:.2f}", f"{r['cpu_ratio']:.2f}",
+                         f"{r['speedup'] / r['threads']:.2f}"])
+        out += [*_table(["runtime", "ms / step", "speed-up", "CPU ratio", "efficiency"],
+                        rows), ""]
+    return out
+
+
+def draw(result: dict[str, Any], figures: Path) -> list[str]:
+    """Speed-up against CPU ratio of every 2-thread runtime, one marker per workload."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    markers = "osD^vP"
+    for i, (key, w) in enumerate(result["workloads"].items()):
+        for name, r in w["runtimes"].items():
+            if r["threads"] < 2:
+                continue
+            ax.scatter(r["cpu_ratio"], r["speedup"], marker=markers[i % len(markers)],
+                       label=f"{key} {name}", s=28)
+    ax.axhline(1.0, color="grey", lw=0.5)
+    ax.axvline(1.0, color="grey", lw=0.5)
+    ax.set_xlabel("CPU ratio (total CPU / serial CPU)")
+    ax.set_ylabel("speed-up over serial")
+    ax.set_title("What two threads bought and what they cost")
+    ax.legend(fontsize=5.5, ncol=2)
+    fig.tight_layout()
+    name = "efficiency.png"
+    fig.savefig(figures / name)
+    return [name]
+
+
+if __name__ == "__main__":
+    main()
