@@ -5,6 +5,7 @@
     .venv/bin/python -m bench.report --smoke    # smallest sizes, into a temp dir (tests)
     .venv/bin/python -m bench.report --only stpa   # re-run one part (here STPA), redraw all
     .venv/bin/python -m bench.report --only pursuit   # the port against PettingZoo
+    .venv/bin/python -m bench.report --manycore DIR   # the many-core study's files (below)
 
 Every part is a pyperf benchmark file in ``bench/results`` that records interpreter, GIL
 state, cores and package versions, and that ``python -m pyperf compare_to`` can read:
@@ -119,6 +120,12 @@ def pyperf_run(module: str, args: list[str], out: Path, mode: list[str],
 def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.manycore is not None:
+        from bench.manycore import render as render_manycore
+
+        render_manycore(args.manycore, HERE / "RESULTS-manycore.md", FIGURES)
+        print(f"[report] wrote {HERE / 'RESULTS-manycore.md'}")
+        return
     results = args.out or (Path(tempfile.mkdtemp(prefix="seer-bench-smoke-")) if args.smoke
                            else RESULTS)
     results.mkdir(parents=True, exist_ok=True)
@@ -158,6 +165,10 @@ def _parser() -> argparse.ArgumentParser:
                         "'queues', 'balance', 'stpa', 'pursuit' and "
                         f"{', '.join(repr(n) for n in ONCE_PARTS) or 'none'}), reuse the other "
                         "result files")
+    parser.add_argument("--manycore", type=Path, default=None, metavar="DIR",
+                        help="only turn the files of a many-core study (bench.manycore, "
+                        "run on a many-core machine) into bench/RESULTS-manycore.md and its "
+                        "figures")
     return parser
 
 
