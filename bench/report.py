@@ -25,6 +25,9 @@ state, cores and package versions, and that ``python -m pyperf compare_to`` can 
   scaling goals for plain-Python handlers (:mod:`bench.efficiency`, once).
 * ``sharing.json``: what handler operations cost on 1 thread and beside a second one
   (:mod:`bench.sharing` over the pyperf suite :mod:`bench.bench_sharing`, once).
+* ``replicas.json``: environment replicas on a local Dask cluster against stepping them
+  in one process, and the round trip's overhead (:mod:`bench.replicas`, once; skipped
+  without the ``distributed`` extra).
 * ``pursuit.json``: the pursuit port against PettingZoo's own implementation, speed and
   agreement of episode statistics (:mod:`bench.pursuit`, once, not in rounds; skipped
   when PettingZoo, the ``marl`` extra, is not installed).
@@ -72,6 +75,10 @@ ONCE_PARTS: dict[str, tuple[str | None, dict[str, list[str]]]] = {
                           "full": ["--steps", "6", "--rounds", "5"]}),
     "sharing": (None, {"smoke": ["--smoke"], "fast": [],
                        "full": ["--full"]}),
+    "replicas": ("distributed", {"smoke": ["--smoke"], "fast": [],
+                                 "full": ["--uavs", "400", "--replicas", "1", "2", "--threads",
+                                          "1", "2", "--steps", "40", "--overhead-steps",
+                                          "500"]}),
 }
 
 

@@ -1,0 +1,361 @@
+"""Environment replicas on a Dask LocalCluster (:mod:`seer.distributed`) against stepping in
+one process: throughput, the cost of the Dask round trip, and bit-identity.
+
+    .venv/bin/python -m bench.replicas            # writes bench/results/replicas.json
+    .venv/bin/python -m bench.replicas --smoke    # tiny sizes, seconds
+
+For each ``K`` replicas x ``T`` threads (simple timers, medians over the timed steps after
+one warm-up step, the same random actions everywhere):
+
+* **one runtime**: one in-process runtime (``seer``, ``T`` threads): steps per second;
+* **K in-process, one after another**: ``K`` runtimes in this process, each stepped in
+  turn: replica-steps per second;
+* **K on Dask**: :class:`~seer.distributed.ReplicaEnvs`, ``K`` worker processes of a
+  ``LocalCluster``, all replicas stepped concurrently: replica-steps per second, and
+  whether every output equals the in-process replicas' bit for bit.
+
+**Overhead of the round trip**: the same with a tiny model (``BenchModel``, 4 entities,
+no busy work), where a step costs almost nothing, so the difference between a Dask batch
+and stepping the ``K`` replicas in-process is what Dask adds per step: with calls going
+straight to the workers (``direct_to_workers=True``, what ``ReplicaEnvs`` uses) and
+relayed by the scheduler (Dask's default for a client of your own).
+
+**Dask's profiler**: batch time with the worker's statistical profiler on (Dask's default)
+and off (what ``ReplicaEnvs`` sets); on free-threaded CPython its 10 ms
+``sys._current_frames()`` sampling stops every thread of the worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results" / "replicas.json"
+TINY = ("workloads.synthetic:BenchModel", {"n_entities": 4, "cost_us": 0.0})
+
+
+def _interleaved(steppers: dict[str, Callable[[int], Any]], steps: int,
+                 bar: Any = None) -> dict[str, float]:
+    """Median wall time of each ``stepper(t)``, for t = 1..steps after a warm-up call at
+    t = 0. The steppers take turns every step, so that a shared machine's drift lands on
+    all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in steppers}
+    for t in range(steps + 1):
+        for name, step in steppers.items():
+            t0 = time.perf_counter()
+            step(t)
+            if t:
+                times[name].append(time.perf_counter() - t0)
+        if t and bar is not None:
+            bar.update(1)
+    return {name: float(np.median(v)) for name, v in times.items()}
+
+
+def _actions(spec: str, k: int, agents: int, steps: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    if spec.endswith("Aircraft"):
+        return [rng.uniform(-1, 1, (k, agents, 2)).astype(np.float32) for _ in range(steps)]
+    if spec.endswith("PCS"):
+        return [rng.integers(0, 3, (k, agents)) for _ in range(steps)]
+    return [np.ones((k, agents), np.int64) for _ in range(steps)]
+
+
+class _InProcess:
+    """K runtimes in this process, stepped one after another (replica k reset with seed
+    k, like the Dask replicas); ``last`` holds the latest outputs."""
+
+    def __init__(self, spec: str, kwargs: dict, k: int, threads: int,
+                 actions: list[np.ndarray]) -> None:
+        import seer
+        from seer.specs import load_model
+
+        self.runtimes = [seer.make_runtime(load_model(spec, kwargs), "seer", threads=threads)
+                         for _ in range(k)]
+        self.actions = actions
+        self.last = [rt.reset(i) for i, rt in enumerate(self.runtimes)]
+
+    def __call__(self, t: int) -> None:
+        self.last = [rt.step(self.actions[t][i]) for i, rt in enumerate(self.runtimes)]
+
+    def close(self) -> None:
+        for rt in self.runtimes:
+            rt.close()
+
+
+class _OnDask:
+    """A :class:`ReplicaEnvs` as a stepper; ``last`` holds the latest batch."""
+
+    def __init__(self, envs: Any, actions: list[np.ndarray]) -> None:
+        self.envs = envs
+        self.actions = actions
+        self.last = envs.reset(list(range(envs.replicas)))
+
+    def __call__(self, t: int) -> None:
+        self.last = self.envs.step(self.actions[t])
+
+
+def _identical(batch: Any, results: list) -> bool:
+    return all(
+        np.array_equal(batch.observations[i], np.stack(r.observations))
+        and np.array_equal(batch.rewards[i], r.rewards)
+        and np.array_equal(batch.terminations[i], r.terminations)
+        and np.array_equal(batch.truncations[i], r.truncations)
+        and batch.infos[i] == r.infos and int(batch.steps[i]) == r.step
+        for i, r in enumerate(results))
+
+
+def throughput(spec: str, kwargs: dict, k: int, threads: int, steps: int,
+               bar: Any) -> dict[str, Any]:
+    """One K x T configuration: one runtime, K in-process in turn, K on Dask (taking
+    turns step by step), and whether the Dask outputs equal the in-process ones."""
+    from seer.distributed import ReplicaEnvs
+
+    with ReplicaEnvs(spec, kwargs, replicas=k, threads=threads) as envs:
+        actions = _actions(spec, k, envs.n_agents, steps + 1)
+        dask = _OnDask(envs, actions)
+        one = _InProcess(spec, kwargs, 1, threads, [a[:1] for a in actions])
+        sequential = _InProcess(spec, kwargs, k, threads, actions)
+        try:
+            s = _interleaved({"one": one, "sequential": sequential, "dask": dask}, steps, bar)
+            identical = _identical(dask.last, sequential.last)
+        finally:
+            one.close()
+            sequential.close()
+    return {"replicas": k, "threads": threads, "one_runtime_s": s["one"],
+            "sequential_s": s["sequential"], "dask_s": s["dask"],
+            "one_runtime_steps_per_s": 1 / s["one"],
+            "sequential_replica_steps_per_s": k / s["sequential"],
+            "dask_replica_steps_per_s": k / s["dask"], "identical": identical}
+
+
+def overhead(k: int, steps: int, bar: Any) -> dict[str, Any]:
+    """Dask's cost per batch: a tiny model's batch time on Dask (calls direct to the
+    workers, and relayed by the scheduler) minus the same K replicas in-process."""
+    from distributed import Client
+
+    from seer.distributed import ReplicaEnvs, local_cluster
+
+    spec, kwargs = TINY
+    cluster = local_cluster(k)
+    try:
+        with Client(cluster, direct_to_workers=True) as direct, \
+                Client(cluster, direct_to_workers=False) as relayed, \
+                ReplicaEnvs(spec, kwargs, replicas=k, threads=1, client=direct) as a, \
+                ReplicaEnvs(spec, kwargs, replicas=k, threads=1, client=relayed) as b:
+            actions = _actions(spec, k, a.n_agents, steps + 1)
+            local = _InProcess(spec, kwargs, k, 1, actions)
+            try:
+                s = _interleaved({"in_process": local, "direct": _OnDask(a, actions),
+                                  "via_scheduler": _OnDask(b, actions)}, steps, bar)
+            finally:
+                local.close()
+    finally:
+        cluster.close()
+    return {"replicas": k, "model": f"{spec} {kwargs}", "in_process_s": s["in_process"],
+            "dask_direct_s": s["direct"], "dask_via_scheduler_s": s["via_scheduler"],
+            "overhead_direct_s": s["direct"] - s["in_process"],
+            "overhead_via_scheduler_s": s["via_scheduler"] - s["in_process"]}
+
+
+def profiler(spec: str, kwargs: dict, k: int, threads: int, steps: int,
+             bar: Any) -> dict[str, Any]:
+    """Batch time with Dask's worker profiler off (ReplicaEnvs' setting) and on: two
+    clusters side by side, stepped in turns."""
+    from distributed import Client
+
+    from seer.distributed import ReplicaEnvs, local_cluster
+
+    clusters = [local_cluster(k, config={"distributed.worker.profile.enabled": on})
+                for on in (False, True)]
+    try:
+        with Client(clusters[0], direct_to_workers=True) as c_off, \
+                Client(clusters[1], direct_to_workers=True) as c_on, \
+                ReplicaEnvs(spec, kwargs, replicas=k, threads=threads, client=c_off) as off, \
+                ReplicaEnvs(spec, kwargs, replicas=k, threads=threads, client=c_on) as on:
+            actions = _actions(spec, k, off.n_agents, steps + 1)
+            s = _interleaved({"off": _OnDask(off, actions), "on": _OnDask(on, actions)},
+                             steps, bar)
+    finally:
+        for cluster in clusters:
+            cluster.close()
+    return {"replicas": k, "threads": threads, "profiler_off_s": s["off"],
+            "profiler_on_s": s["on"]}
+
+
+def host() -> dict[str, str]:
+    """``seer info``'s facts (interpreter, GIL, cores, package versions) and the load."""
+    import os
+
+    from seer.cli import interpreter_facts
+
+    facts = interpreter_facts()
+    facts["load average (1, 5, 15 min)"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return facts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (seconds)")
+    parser.add_argument("--uavs", type=int, default=200, help="Aircraft UAVs per replica")
+    parser.add_argument("--cost", type=float, default=100.0, help="Aircraft cost_us")
+    parser.add_argument("--replicas", type=int, nargs="+", default=[2])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
+    parser.add_argument("--overhead-steps", type=int, default=200)
+    parser.add_argument("--no-profiler", action="store_true",
+                        help="skip the profiler on/off comparison")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.uavs, args.cost, args.replicas, args.threads = 20, 30.0, [2], [1]
+        args.steps, args.overhead_steps, args.no_profiler = 4, 20, True
+    from tqdm import tqdm
+
+    # Dask logs every scheduler, nanny and worker start and stop at INFO: keep the
+    # progress bar readable (LocalCluster restores this level when it closes).
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+
+    spec = "workloads.aircraft:Aircraft"
+    kwargs = {"n_uavs": args.uavs, "cost_us": args.cost}
+    configs = [(k, t) for k in args.replicas for t in args.threads]
+    profile = None if args.no_profiler else (max(args.replicas), max(args.threads))
+    total = len(configs) * args.steps + args.overhead_steps + (args.steps if profile else 0)
+    result: dict[str, Any] = {"model": {"spec": spec, "kwargs": kwargs},
+                              "steps": args.steps, "throughput": [], "overhead": None,
+                              "profiler": None}
+    load_before = host()["load average (1, 5, 15 min)"]
+    with tqdm(total=total, desc="bench.replicas", unit="step", file=sys.stderr) as bar:
+        for k, t in configs:
+            bar.set_postfix_str(f"{k} replicas x {t} threads")
+            result["throughput"].append(throughput(spec, kwargs, k, t, args.steps, bar))
+        bar.set_postfix_str("round-trip overhead")
+        result["overhead"] = overhead(max(args.replicas), args.overhead_steps, bar)
+        if profile:
+            bar.set_postfix_str("profiler on/off")
+            result["profiler"] = profiler(spec, kwargs, *profile, args.steps, bar)
+    words = sys.argv[1:] if argv is None else list(argv)
+    result["command"] = shlex.join(["python", "-m", "bench.replicas", *words])
+    result["host"] = host()
+    result["host"]["load average before"] = load_before
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=float))
+    print("\n".join(section(result)))
+    print(f"wrote {out}")
+    return 0
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f}"
+
+
+def section(result: dict | None) -> list[str]:
+    """The report's section: throughput table, round-trip overhead, profiler, notes."""
+    from bench.markdown import table
+
+    title = "## More than one machine: replicas on Dask"
+    if result is None:
+        return [title, "", "Not measured: run `.venv/bin/python -m bench.replicas` (or "
+                "`python -m bench.report --only replicas`; needs the `distributed` "
+                "extra).", ""]
+    m = result["model"]
+    model = f"`{m['spec'].split(':')[1]}({', '.join(f'{a}={v}' for a, v in m['kwargs'].items())})`"
+    facts = result.get("host", {})
+    cores = facts.get("cores available", "?")
+    load = facts.get("load average before", "?").split()[0]
+    rows = []
+    for r in result["throughput"]:
+        k = r["replicas"]
+        rows.append([f"{k} x {r['threads']}", f"{r['one_runtime_steps_per_s']:.1f}",
+                     f"{r['sequential_replica_steps_per_s']:.1f}",
+                     f"{r['dask_replica_steps_per_s']:.1f}",
+                     f"{r['dask_replica_steps_per_s'] / r['sequential_replica_steps_per_s']:.2f}",
+                     "yes" if r["identical"] else "**NO**"])
+    out = [title, "",
+           f"{model} per replica, `seer` runtime; {result['steps']} timed steps after one "
+           f"warm-up, median, the three ways taking turns step by step; this host has "
+           f"{cores} cores (1-minute load average {load} when the run began). On 2 cores the "
+           "point of these figures is the overhead and the correctness, not the speed: the "
+           "K worker processes share the same two cores that the in-process runtimes use "
+           "one after another, so Dask can at best match them here; the gain needs K x T "
+           "cores, on one machine or several.",
+           "",
+           *table(["replicas x threads", "one runtime, steps/s",
+                   "K in-process one after another, replica-steps/s",
+                   "K on Dask (LocalCluster), replica-steps/s", "Dask / in-process",
+                   "bit-identical"], rows), ""]
+    o = result.get("overhead")
+    if o:
+        out += ["### The Dask round trip", "",
+                *table(["replicas", "in-process batch, ms", "Dask, direct to workers, ms",
+                        "Dask, via the scheduler, ms", "overhead direct, ms",
+                        "overhead via scheduler, ms"],
+                       [[str(o["replicas"]), _ms(o["in_process_s"]), _ms(o["dask_direct_s"]),
+                         _ms(o["dask_via_scheduler_s"]), _ms(o["overhead_direct_s"]),
+                         _ms(o["overhead_via_scheduler_s"])]]), "",
+                f"With a tiny model ({o['model']}) a step costs microseconds, so the "
+                "difference is what Dask adds per batch (pickling actions and outputs, one "
+                "TCP round trip per replica, the actor thread's hand-off). `ReplicaEnvs`' "
+                "embedded cluster sends calls straight to the workers; with a client of your "
+                "own pass `Client(address, direct_to_workers=True)` to do the same.", ""]
+    p = result.get("profiler")
+    if p:
+        out += ["### Dask's profiler", "",
+                *table(["worker profiler", "ms per batch"],
+                       [["off (ReplicaEnvs' setting)", _ms(p["profiler_off_s"])],
+                        ["on (Dask's default)", _ms(p["profiler_on_s"])]]), "",
+                f"{p['replicas']} replicas x {p['threads']} threads, two clusters stepped "
+                "in turns. Dask's statistical profiler samples every thread's stack every "
+                "10 ms with `sys._current_frames()`, which on free-threaded CPython pauses "
+                "all threads of the worker for the sample; `ReplicaEnvs` turns it off on "
+                "the workers it starts (`seer.distributed.WORKER_CONFIG`) because nothing "
+                "reads those profiles. Whether the pauses show at this size is what the "
+                "two rows say.", ""]
+    out += [f"Command: `{result.get('command', 'python -m bench.replicas')}` (or "
+            "`python -m bench.report --only replicas`).", ""]
+    return out
+
+
+def draw(result: dict, figures: Path) -> list[str]:
+    """Replica-steps per second per configuration: one runtime, K in turn, K on Dask."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = result["throughput"]
+    if not rows:
+        return []
+    fig = Figure(figsize=(6.4, 3.6), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    x = np.arange(len(rows))
+    width = 0.27
+    series = (("one runtime", "one_runtime_steps_per_s"),
+              ("K in-process, in turn", "sequential_replica_steps_per_s"),
+              ("K on Dask", "dask_replica_steps_per_s"))
+    for i, (label, key) in enumerate(series):
+        ax.bar(x + (i - 1) * width, [r[key] for r in rows], width, label=label)
+    ax.set_xticks(x, [f"{r['replicas']} x {r['threads']}" for r in rows])
+    ax.set_xlabel("replicas x threads")
+    ax.set_ylabel("replica-steps per second")
+    ax.set_title("Replicas on a Dask LocalCluster")
+    top = max(r[key] for r in rows for _label, key in series)
+    ax.set_ylim(0, 1.35 * top)  # room for the legend above the bars
+    ax.legend(fontsize=8, loc="upper center", ncols=3)
+    fig.tight_layout()
+    figures.mkdir(parents=True, exist_ok=True)
+    name = "distributed.png"
+    fig.savefig(figures / name)
+    return [name]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,361 @@
+"""Environment replicas on a Dask cluster (seer.distributed): bit-identical results, worker
+faults with replay, caller-side errors, and a close that leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+
+import psutil
+from distributed import Client
+
+import seer
+from seer.distributed import (
+    ReplicaEnvs,
+    ReplicaError,
+    ReplicaLostError,
+    local_cluster,
+)
+from seer.specs import load_model
+
+pytestmark = pytest.mark.timeout(60)
+
+PCS = ("workloads.pcs:PCS", {"width": 4, "height": 4, "cost_us": 5, "step_length": 100.0})
+AIRCRAFT = ("workloads.aircraft:Aircraft", {"n_uavs": 20, "cost_us": 30, "density": 3.0})
+# Every event also sleeps 40 ms with the CPU released: a step lasts long enough (about
+# 0.3 s) to kill a worker in the middle of it, at no CPU cost.
+SLOW = ("workloads.synthetic:BenchModel", {"n_entities": 8, "cost_us": 1, "wait_us": 40_000})
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One two-worker LocalCluster for the module (starting one costs about 2 s)."""
+    cluster = local_cluster(2, silence_logs=50)  # kills in the fault tests log errors
+    c = Client(cluster, direct_to_workers=True)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture
+def fresh(client):
+    """The shared client, with both workers up (a test before may have killed one)."""
+    client.wait_for_workers(2, timeout=30)
+    return client
+
+
+def actions_for(envs: ReplicaEnvs, rng: np.random.Generator, spec: str) -> np.ndarray | list:
+    k, a = envs.replicas, envs.n_agents
+    if spec.endswith("PCS"):
+        return rng.integers(0, 3, size=(k, a))
+    if spec.endswith("Aircraft"):
+        return rng.uniform(-1, 1, size=(k, a, 2)).astype(np.float32)
+    return np.ones((k, a), np.int64)
+
+
+class Reference:
+    """The same replicas stepped one after another in this process."""
+
+    def __init__(self, spec, kwargs, seeds, kind="seer", threads=2):
+        self.runtimes = [seer.make_runtime(load_model(spec, kwargs), kind, threads=threads)
+                         for _ in seeds]
+        self.first = [rt.reset(s) for rt, s in zip(self.runtimes, seeds, strict=True)]
+
+    def step(self, actions):
+        return [rt.step(None if actions is None else actions[k])
+                for k, rt in enumerate(self.runtimes)]
+
+    def close(self):
+        for rt in self.runtimes:
+            rt.close()
+
+
+def assert_batch_equals(batch, results):
+    assert batch.observations.shape[0] == len(results)
+    for k, r in enumerate(results):
+        assert np.array_equal(batch.observations[k], np.stack(r.observations))
+        assert batch.observations[k].dtype == np.stack(r.observations).dtype
+        assert np.array_equal(batch.rewards[k], r.rewards)
+        assert np.array_equal(batch.terminations[k], r.terminations)
+        assert np.array_equal(batch.truncations[k], r.truncations)
+        assert batch.infos[k] == r.infos
+        assert batch.steps[k] == r.step
+
+
+@pytest.mark.parametrize("model", [PCS, AIRCRAFT], ids=["pcs", "aircraft"])
+def test_bit_identical_to_in_process_replicas(fresh, model):
+    spec, kwargs = model
+    seeds = [11, 12]
+    rng = np.random.default_rng(5)
+    with ReplicaEnvs(spec, kwargs, replicas=2, threads=2, client=fresh) as envs:
+        assert len(set(envs.workers)) == 2  # one replica per worker
+        ref = Reference(spec, kwargs, seeds)
+        assert_batch_equals(envs.reset(seeds), ref.first)
+        for t in range(4):
+            actions = actions_for(envs, rng, spec)
+            if t % 2:
+                batch = envs.step(actions)
+            else:
+                envs.step_async(actions)
+                batch = envs.step_wait()
+            assert_batch_equals(batch, ref.step(actions))
+        assert envs.steps == [4, 4]
+        ref.close()
+
+
+def test_int_seed_gives_replica_k_seed_plus_k_and_replicas_differ(fresh):
+    spec, kwargs = PCS
+    with ReplicaEnvs(spec, kwargs, replicas=2, client=fresh) as envs:
+        batch = envs.reset(seeds=7)
+        ref = Reference(spec, kwargs, [7, 8], threads=1)
+        assert_batch_equals(batch, ref.first)
+        actions = np.ones((2, envs.n_agents), np.int64)
+        for _ in range(3):
+            batch = envs.step(actions)
+            assert_batch_equals(batch, ref.step(actions))
+        assert not np.array_equal(batch.observations[0], batch.observations[1])
+        ref.close()
+
+
+def test_more_replicas_than_workers_works_and_warns(fresh):
+    spec, kwargs = PCS
+    with pytest.warns(RuntimeWarning, match="one after another"), \
+            ReplicaEnvs(spec, kwargs, replicas=3, client=fresh) as envs:
+        assert sorted(envs.workers.count(w) for w in set(envs.workers)) == [1, 2]
+        ref = Reference(spec, kwargs, [0, 1, 2], threads=1)
+        assert_batch_equals(envs.reset(0), ref.first)
+        actions = np.full((3, 16), 2, np.int64)
+        assert_batch_equals(envs.step(actions), ref.step(actions))
+        ref.close()
+
+
+def test_workers_keep_the_gil_off(fresh):
+    import sys
+
+    with ReplicaEnvs(*PCS, replicas=2, client=fresh) as envs:
+        assert envs.facts["gil_disabled"] == seer.gil_disabled()
+        assert envs.facts["observation_shape"] == (6,) and envs.facts["action_shape"] == ()
+    gil = fresh.run(lambda: sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True)
+    assert set(gil.values()) == {not seer.gil_disabled()}
+
+
+def test_bad_action_shape_is_refused_before_anything_is_sent(fresh, monkeypatch):
+    spec, kwargs = PCS
+    with ReplicaEnvs(spec, kwargs, replicas=2, client=fresh) as envs:
+        envs.reset([1, 2])
+        ref = Reference(spec, kwargs, [1, 2], threads=1)
+        sent = []
+        original = envs._call
+        monkeypatch.setattr(envs, "_call", lambda *a: sent.append(a) or original(*a))
+        for bad in (np.zeros((3, 16), np.int64), np.zeros((2, 15), np.int64),
+                    np.zeros((2, 16, 2), np.int64), np.zeros(2), [[1, 2], [3]], "abc"):
+            with pytest.raises(seer.ModelError, match=r"shape|array"):
+                envs.step(bad)
+        assert sent == [] and envs.steps == [0, 0]
+        good = np.full((2, 16), 2, np.int64)
+        assert_batch_equals(envs.step(good), ref.step(good))
+        with pytest.raises(seer.ModelError, match="one seed per replica"):
+            envs.reset([1, 2, 3])
+        ref.close()
+
+
+def test_action_rejected_by_the_model_names_replica_and_step(fresh):
+    spec, kwargs = PCS
+    with ReplicaEnvs(spec, kwargs, replicas=2, client=fresh) as envs:
+        envs.reset([1, 2])
+        ref = Reference(spec, kwargs, [1, 2], threads=1)
+        actions = np.ones((2, 16), np.int64)
+        assert_batch_equals(envs.step(actions), ref.step(actions))
+        bad = actions.copy()
+        bad[1, 3] = 99  # right shape, outside PCS's action space: only the model knows
+        with pytest.raises(ReplicaError, match=r"replica 1 .* step 2.*reserve") as info:
+            envs.step(bad)
+        assert isinstance(info.value.__cause__, seer.ModelError)
+        assert info.value.replica == 1 and info.value.step == 2
+        assert "Traceback" in info.value.remote_traceback
+        # Replica 0 took step 2; replica 1 refused it and is unchanged: step it alone...
+        assert envs.steps == [2, 1]
+        ref.runtimes[0].step(bad[0])
+        # ...and the two stay exactly on their references from there on.
+        batch = envs.step(actions)
+        assert list(batch.steps) == [3, 2]
+        assert_batch_equals(batch, ref.step(actions))
+        ref.close()
+
+
+def test_error_in_a_step_on_a_worker_needs_a_reset(fresh):
+    # One event per step at most: PCS's first step runs more, so it fails on the worker.
+    with ReplicaEnvs(*PCS, client=fresh, runtime_options={"max_events_per_step": 1}) as envs:
+        envs.reset(0)
+        with pytest.raises(ReplicaError, match=r"replica 0 .*step 1.*StepLimitError") as info:
+            envs.step(np.ones((2, 16), np.int64))
+        assert "StepLimitError" in info.value.remote_traceback
+        assert envs.steps == [0, 0]
+        with pytest.raises(seer.RuntimeStateError, match="needs reset"):
+            envs.step(np.ones((2, 16), np.int64))
+        assert list(envs.reset(0).steps) == [0, 0]
+
+
+def test_factory_that_raises_on_a_worker_carries_the_remote_traceback(fresh):
+    before = set(fresh.has_what())
+    with pytest.raises(ReplicaError, match=r"fanout must be in 0\.\.16") as info:
+        ReplicaEnvs("workloads.synthetic:BenchModel", {"n_entities": 4, "fanout": 99},
+                    client=fresh)
+    err = info.value
+    assert err.replica == 0 and "building its model" in str(err)
+    assert "synthetic.py" in err.remote_traceback and "Traceback" in err.remote_traceback
+    assert isinstance(err.__cause__, seer.ModelError)
+    assert set(fresh.has_what()) == before  # the client stays usable
+    with pytest.raises(ReplicaError, match="cannot import"):
+        ReplicaEnvs("workloads.no_such_module:X", client=fresh)
+
+
+def test_factories_that_cannot_travel_are_refused_on_the_caller_side():
+    with pytest.raises(seer.ModelError, match="not importable"):
+        ReplicaEnvs(lambda: None)
+    with pytest.raises(seer.ModelError, match="module:callable"):
+        ReplicaEnvs("workloads.pcs.PCS")
+    with pytest.raises(seer.ModelError, match="picklable"):
+        ReplicaEnvs(*PCS[:1], {"width": threading.Lock()})
+    with pytest.raises(seer.ModelError, match="replicas"):
+        ReplicaEnvs(*PCS, replicas=0)
+
+
+def test_importable_callable_is_accepted(fresh):
+    from workloads.pcs import PCS as PCSModel
+
+    with ReplicaEnvs(PCSModel, PCS[1], client=fresh) as envs:
+        assert envs.spec == "workloads.pcs.model:PCS"
+        assert envs.reset(0).observations.shape == (2, 16, 6)
+
+
+def _kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("when", ["between", "during"])
+def test_killed_worker_is_reported_then_replayed_exactly(fresh, when):
+    spec, kwargs = SLOW if when == "during" else PCS
+    seeds = [3, 4]
+    rng = np.random.default_rng(0)
+    with ReplicaEnvs(spec, kwargs, replicas=2, threads=2, client=fresh) as envs:
+        ref = Reference(spec, kwargs, seeds)
+        envs.reset(seeds)
+        for _ in range(3):
+            actions = actions_for(envs, rng, spec)
+            last = ref.step(actions)
+            assert_batch_equals(envs.step(actions), last)
+        victim = envs.pids()[1]
+        old_worker = envs.workers[1]
+        actions = actions_for(envs, rng, spec)
+        if when == "between":
+            _kill(victim)
+            assert _settle(lambda: envs.lost == [1])  # once Dask's scheduler has seen it
+            with pytest.raises(ReplicaLostError, match=r"replica 1 .*step 4") as info:
+                envs.step(actions)
+            assert envs.steps == [3, 3]  # refused before anything was sent
+        else:
+            envs.step_async(actions)
+            time.sleep(0.1)  # the step is running on both workers now
+            _kill(victim)
+            with pytest.raises(ReplicaLostError, match=r"replica 1 .*step 4") as info:
+                envs.step_wait()
+        err = info.value
+        assert err.replica == 1 and err.step == 4 and err.worker == old_worker
+        assert err.replicas == (1,) and envs.lost == [1]
+        # Nothing goes on with stale data until the replica is back.
+        with pytest.raises(ReplicaLostError):
+            envs.step(actions)
+        batch = envs.restart_lost()
+        assert envs.lost == [] and envs.workers[1] != old_worker
+        assert victim not in envs.pids()
+        expected = ref.step(actions)
+        if when == "between":
+            assert_batch_equals(batch, last)  # step 3, where both replicas stand again
+            batch = envs.step(actions)
+        # "during": the interrupted step's outputs, now complete, from restart_lost().
+        assert_batch_equals(batch, expected)
+        for _ in range(2):
+            actions = actions_for(envs, rng, spec)
+            assert_batch_equals(envs.step(actions), ref.step(actions))
+        ref.close()
+
+
+def test_step_wait_timeout_leaves_the_step_pending(fresh):
+    spec, kwargs = SLOW
+    with ReplicaEnvs(spec, kwargs, replicas=2, threads=2, client=fresh) as envs:
+        ref = Reference(spec, kwargs, [0, 1])
+        envs.reset([0, 1])
+        actions = np.ones((2, 8), np.int64)
+        envs.step_async(actions)
+        with pytest.raises(TimeoutError, match="step_wait"):
+            envs.step_wait(timeout=0.01)  # a step takes about 0.3 s
+        assert envs.steps == [0, 0]
+        assert_batch_equals(envs.step_wait(timeout=30), ref.step(actions))
+        ref.close()
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def _settle(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_close_leaves_no_processes_threads_or_cluster(fresh):
+    # The shared cluster is up, so Dask's process-wide helpers (its offload thread) exist.
+    threads_before = threading.active_count()
+    children_before = _children()
+    with ReplicaEnvs(*PCS, replicas=2, threads=2) as envs:  # its own LocalCluster
+        cluster = envs._own_cluster
+        assert cluster is not None
+        mine = _children() - children_before
+        assert len(mine) >= 2  # a nanny and a worker process per replica
+        envs.reset(0)
+        envs.step(np.ones((2, 16), np.int64))
+    assert cluster.status.name == "closed" and envs.client.status == "closed"
+    assert _settle(lambda: not (mine & _children())), mine & _children()
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
+                   for p in mine)
+    assert _settle(lambda: threading.active_count() <= threads_before), \
+        [t.name for t in threading.enumerate()]
+    envs.close()  # idempotent
+    with pytest.raises(seer.RuntimeStateError, match="closed"):
+        envs.reset(0)
+    # A factory that fails on the workers of an embedded cluster leaves nothing either.
+    with pytest.raises(ReplicaError, match="fanout"):
+        ReplicaEnvs("workloads.synthetic:BenchModel", {"n_entities": 4, "fanout": 99},
+                    replicas=1)
+    assert _settle(lambda: _children() == children_before)
+    assert _settle(lambda: threading.active_count() <= threads_before), \
+        [t.name for t in threading.enumerate()]
+
+
+def test_close_keeps_a_client_passed_in_and_refuses_misuse(fresh):
+    envs = ReplicaEnvs(*PCS, replicas=2, client=fresh)
+    with pytest.raises(seer.RuntimeStateError, match="reset"):
+        envs.step(np.ones((2, 16), np.int64))
+    envs.reset(0)
+    with pytest.raises(seer.RuntimeStateError, match="step_async"):
+        envs.step_wait()
+    envs.step_async(np.ones((2, 16), np.int64))
+    with pytest.raises(seer.RuntimeStateError, match="pending"):
+        envs.step_async(np.ones((2, 16), np.int64))
+    envs.step_wait()
+    envs.close()
+    assert fresh.status == "running" and len(fresh.nthreads()) == 2
+    assert _settle(lambda: not any(k.startswith("seer-replica")
+                                   for keys in fresh.has_what().values() for k in keys))
