@@ -141,8 +141,9 @@ class WindowWorker:
                 self.cur = e
                 self.cur_heap = heap
                 ctx = contexts[e]
-                ctx._push = push
-                ctx.snapshot = snapshot
+                if ctx._push is not push:  # a store costs reference-count traffic; a
+                    ctx._push = push       # read does not, and most entities stay home
+                    ctx.snapshot = snapshot
                 while heap and heap[0] < bound:
                     ev = pop(heap)
                     ctx.now = ev[0]
