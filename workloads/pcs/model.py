@@ -65,6 +65,7 @@ __all__ = ["PCS"]
 # recheck size (channels x interferers) per requested µs, fixed from the development
 # machine's measurements (see the docstring): matrix side = round(sqrt(cost_us) * SIDE_PER_SQRT_US)
 SIDE_PER_SQRT_US = 2.0
+_svd = np.linalg.svd
 
 
 class PCS(seer.Model):
@@ -227,14 +228,21 @@ class PCS(seer.Model):
         return events
 
     def on_recheck(self, ctx: seer.Context, event: Any) -> None:
+        # Written for two threads at once (docs/performance.md): Python ints for scalars
+        # (``min``/``max``, ``array.item``) instead of numpy calls on one number, and the
+        # largest singular value straight from ``svd`` (what ``norm(gains, 2)`` computes
+        # after its argument checks and axis moves). The results are bit-identical to
+        # the np.clip / sum(int(...)) / np.linalg.norm form this replaced
+        # (tests/workloads/test_fixed_episodes.py).
         row = ctx.row
-        row.reserve = int(np.clip(event.payload, 0, self.channels - 1))
-        snap = ctx.snapshot.busy
-        load = sum(int(snap[j]) for j in self._nbrs[ctx.id]) / (4.0 * self.channels)
+        row.reserve = min(max(int(event.payload), 0), self.channels - 1)
+        item = ctx.snapshot.busy.item
+        a, b, c, d = self._nbrs[ctx.id]
+        load = (item(a) + item(b) + item(c) + item(d)) / (4.0 * self.channels)
         m = self.side
         fading = ctx.rng.standard_normal((m, m))
         gains = fading @ fading.T / m  # channel x channel coupling
-        level = float(np.linalg.norm(gains, 2)) * (0.2 + load) / m
+        level = float(_svd(gains, compute_uv=False)[0]) * (0.2 + load) / m
         row.interference = level
         if level > 0.9 and int(row.busy) > 0:  # rare: a badly interfered channel drops
             row.busy -= 1
