@@ -12,6 +12,8 @@
                   ROSS's linear mapping (:class:`StaticBlockRuntime`)
 ``global``        one locked global event heap (:class:`GlobalQueueRuntime`)
 ``executor``      ThreadPoolExecutor.map per window (:class:`ExecutorRuntime`)
+``optimistic``    Time Warp (ROOT-Sim-like): entities bound to threads, rollbacks,
+                  anti-messages, GVT per step (:class:`OptimisticRuntime`)
 ================  ==========================================================================
 
 The hierarchy::
@@ -20,6 +22,7 @@ The hierarchy::
     ├── SerialRuntime               seer/serial.py       the oracle
     └── ThreadedRuntime             sched/threaded.py    threads, abort, Ctrl-C, close
         ├── GlobalQueueRuntime      sched/global_queue.py
+        ├── OptimisticRuntime       sched/optimistic.py  Time Warp: no windows
         └── WindowedRuntime         sched/windows.py     per-entity heaps, calendar, windows
             ├── DualQueueRuntime    sched/dual_queue.py  LEQs + PEL + pool; an Assignment
             │   ├── SeerRuntime         assignment "steal"
@@ -44,6 +47,7 @@ from seer.sched.dual_queue import (
 )
 from seer.sched.executor import ExecutorRuntime
 from seer.sched.global_queue import GlobalQueueRuntime
+from seer.sched.optimistic import OptimisticRuntime
 from seer.sched.pool import WorkerPool, WorkerStats
 from seer.sched.threaded import MAX_THREADS, ThreadedRuntime, validate_threads
 from seer.sched.windows import WindowedRuntime
@@ -57,6 +61,7 @@ __all__ = [
     "DualQueueRuntime",
     "ExecutorRuntime",
     "GlobalQueueRuntime",
+    "OptimisticRuntime",
     "SeerRuntime",
     "StaticBlockRuntime",
     "StaticRuntime",
@@ -73,7 +78,7 @@ __all__ = [
 RUNTIMES: dict[str, type[Runtime]] = {
     cls.name: cls
     for cls in (SerialRuntime, SeerRuntime, StaticRuntime, StaticBlockRuntime,
-                GlobalQueueRuntime, ExecutorRuntime)
+                GlobalQueueRuntime, ExecutorRuntime, OptimisticRuntime)
 }
 
 
