@@ -1,0 +1,457 @@
+"""The MARL inference loop end to end: one batched torch policy forward + one SEER step,
+with the latency of every step broken down.
+
+    .venv/bin/python -m bench.marl_loop                  # 3 rounds of 8 steps (1-2 minutes)
+    .venv/bin/python -m bench.marl_loop --full           # 6 rounds of 10 steps (~3 minutes)
+    .venv/bin/python -m bench.marl_loop --smoke --out /tmp/marl_loop.json   # tiny (tests)
+
+The loop, for Aircraft (800 UAVs, ~200 µs events) and PCS (1600 cells, ~15 µs) at the
+report's sizes (:mod:`bench.sizes`), is what a MAPPO rollout does each step: stacked
+observations -> ``torch.from_numpy`` -> one forward pass of
+:class:`examples.marl_policy.ActorCritic` for all agents (shared actor + centralised
+critic, sampling, under ``torch.inference_mode``) -> actions back to numpy -> the
+environment step -> the next stacked observations and rewards. Per step it times
+
+* ``policy``: the forward pass and sampling (actor and critic);
+* ``torch<->numpy``: ``torch.from_numpy`` of the observations and the actions back to
+  numpy (as the environment takes them);
+* ``env``: the runtime executing the step's events (``SeerParallelEnv.step_arrays`` less
+  the two items below);
+* ``assembly``: the per-agent ``outputs()`` (observation and reward of every agent: the
+  runtime runs them on its threads; timed by wrapping the model's ``outputs`` and taking
+  first start to last end over the threads) plus stacking them into batch arrays.
+
+``step_arrays`` is written out here (``env.runtime.step`` then ``np.stack``) only to time
+its two halves apart; it is the same computation.
+
+Every runtime runs the same steps: each round resets every environment with the same
+seed, runs one untimed warm-up step and ``--steps`` timed ones; runtimes take turns within
+a round (each round starting one runtime later), and each figure is the median over
+rounds of the per-step mean. Runtimes: serial, seer(1), seer(2), seer(4), the 2-thread
+peers, ``seer(auto)`` (STPA's choice; its preflight runs once when the environment is made
+and is reported, not timed in the loop), and seer(2) once more with torch's default
+intra-op thread count (torch's threads compete with SEER's for the cores). Torch uses one
+thread everywhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PAPER", "PHASES", "draw", "main", "measure", "section"]
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "marl_loop.json"
+#: breakdown phases in table and stacking order, with their table headings
+PHASES = {"policy": "policy inference", "torch": "torch<->numpy", "env": "env execution",
+          "assembly": "obs/reward assembly"}
+#: what the paper reports for the whole loop, per workload
+PAPER = {"aircraft": "−16.2 % inference-loop latency over the baseline",
+         "pcs": "thread selection visibly changes the full loop (Fig. 10)"}
+#: loop times within this factor of each other are a tie (a shared machine's noise)
+TIE = 1.05
+#: (runtime, threads, torch threads or 0 for torch's default) in table order
+RUNS: list[tuple[str, int | str, int]] = [
+    ("serial", 1, 1), ("seer", 1, 1), ("seer", 2, 1), ("seer", 4, 1), ("static", 2, 1),
+    ("static-block", 2, 1), ("global", 2, 1), ("seer", "auto", 1), ("seer", 2, 0)]
+
+
+def run_label(kind: str, threads: int | str, torch_threads: int, auto: int = 0) -> str:
+    """``serial``, ``seer(2)``, ``seer(auto: 2)``, ``seer(2), torch 2 threads``."""
+    name = "serial" if kind == "serial" else f"{kind}({threads}{f': {auto}' if auto else ''})"
+    return name if torch_threads == 1 else f"{name}, torch {torch_threads} threads"
+
+
+def time_outputs(model: Any) -> Callable[[], float]:
+    """Wrap ``model.outputs`` (before a runtime is built for it) so that every call notes
+    its thread's first start and last end. Returns a function giving the wall time of the
+    outputs phase since its previous call (first start to last end over all threads)."""
+    inner = model.outputs
+    local = threading.local()
+    records: list[list[float]] = []
+    lock = threading.Lock()
+    clock = time.perf_counter
+
+    def outputs(entity: int, state: Any, start: Any) -> Any:  # three parameters, as inner
+        t0 = clock()
+        out = inner(entity, state, start)
+        t1 = clock()
+        rec = getattr(local, "rec", None)
+        if rec is None:
+            rec = local.rec = [math.inf, -math.inf]
+            with lock:
+                records.append(rec)
+        if t0 < rec[0]:
+            rec[0] = t0
+        rec[1] = t1
+        return out
+
+    model.outputs = outputs
+
+    def phase() -> float:
+        used = [r for r in records if r[0] < math.inf]
+        wall = max(r[1] for r in used) - min(r[0] for r in used) if used else 0.0
+        for r in records:
+            r[0], r[1] = math.inf, -math.inf
+        return wall
+
+    return phase
+
+
+class Loop:
+    """One environment, its instrumented model and a policy: :meth:`run` times steps."""
+
+    def __init__(self, workload: str, entities: int, cost: float, kind: str,
+                 threads: int | str, torch_threads: int, hidden: int) -> None:
+        import torch
+
+        from bench.bench_runtimes import make_model
+        from examples.marl_policy import ActorCritic, spec_of
+        from seer.marl import SeerParallelEnv
+
+        model = make_model(workload, entities, cost, 1)
+        self.outputs_phase = time_outputs(model)
+        t0 = time.perf_counter()
+        self.env = SeerParallelEnv(model, kind, threads=threads)
+        self.make_s = time.perf_counter() - t0
+        stpa = getattr(self.env.runtime, "stpa", None)
+        self.auto = int(stpa["threads"]) if stpa else 0
+        self.preflight_s = float(stpa["seconds"]) if stpa else 0.0
+        self.kind, self.threads, self.torch_threads = kind, threads, torch_threads
+        self.label = run_label(kind, threads, torch_threads or torch_default_threads(), self.auto)
+        torch.manual_seed(0)
+        self.policy = ActorCritic(spec_of(self.env), hidden).eval()
+        self.entities = tuple(self.env.runtime.spec.agents)
+
+    def run(self, steps: int, seed: int = 0) -> dict[str, float]:
+        """Reset, one warm-up step, ``steps`` timed steps: mean seconds per step per phase."""
+        import torch
+
+        clock = time.perf_counter
+        torch.set_num_threads(self.torch_threads or torch_default_threads())
+        env, policy, step = self.env, self.policy, self.env.runtime.step
+        gen = torch.Generator().manual_seed(seed)
+        env.reset(seed=seed)
+        obs = env.observations_array()
+        sums = dict.fromkeys(PHASES, 0.0)
+        for k in range(steps + 1):
+            if k == 1:  # the first step warms up; it is not timed
+                sums = dict.fromkeys(PHASES, 0.0)
+            self.outputs_phase()
+            t0 = clock()
+            obs_t = torch.from_numpy(obs)
+            t1 = clock()
+            with torch.inference_mode():
+                actions, _, _, _ = policy.act(obs_t, gen)
+            t2 = clock()
+            env_actions = policy.env_actions(actions)
+            t3 = clock()
+            result = step(dict(zip(self.entities, env_actions, strict=True)))
+            t4 = clock()
+            obs = np.stack(result.observations)
+            _rewards = np.asarray(result.rewards)  # a trainer keeps them
+            t5 = clock()
+            out_s = self.outputs_phase()
+            sums["policy"] += t2 - t1
+            sums["torch"] += (t1 - t0) + (t3 - t2)
+            sums["env"] += (t4 - t3) - out_s
+            sums["assembly"] += out_s + (t5 - t4)
+        return {k: v / steps for k, v in sums.items()}
+
+    def close(self) -> None:
+        self.env.close()
+
+
+_DEFAULT_THREADS: list[int] = []
+
+
+def torch_default_threads() -> int:
+    """Torch's own intra-op thread count, read once, before anything here changes it."""
+    if not _DEFAULT_THREADS:
+        import torch
+
+        _DEFAULT_THREADS.append(torch.get_num_threads())
+    return _DEFAULT_THREADS[0]
+
+
+def measure(workload: str, entities: int, cost: float, runs: list[tuple[str, int | str, int]],
+            rounds: int, steps: int, hidden: int, progress: Any = None) -> dict[str, Any]:
+    """Every run of ``runs`` on ``workload``, in ``rounds`` rounds; medians over rounds."""
+    import torch
+
+    torch_default_threads()
+    loops = [Loop(workload, entities, cost, kind, threads, tt, hidden)
+             for kind, threads, tt in runs]
+    per_round: list[list[dict[str, float]]] = [[] for _ in loops]
+    try:
+        for r in range(rounds):
+            # each round starts one run later, so no runtime always follows the same one
+            for j in range(len(loops)):
+                i = (r + j) % len(loops)
+                per_round[i].append(loops[i].run(steps))
+                if progress is not None:
+                    progress()
+    finally:
+        torch.set_num_threads(torch_default_threads())
+        for loop in loops:
+            loop.close()
+    rows = []
+    for loop, values in zip(loops, per_round, strict=True):
+        totals = [sum(v.values()) for v in values]
+        rows.append({"label": loop.label, "runtime": loop.kind, "threads": loop.threads,
+                     "chosen_threads": loop.auto or None, "preflight_s": loop.preflight_s,
+                     "torch_threads": loop.torch_threads or torch_default_threads(),
+                     "torch_default": loop.torch_threads == 0,
+                     "phases": {k: statistics.median(v[k] for v in values) for k in PHASES},
+                     "total": statistics.median(totals), "round_totals": totals})
+    agents = len(loops[0].entities)
+    return {"workload": workload, "model": loops[0].env.model.name, "agents": agents,
+            "obs_dim": loops[0].policy.spec.obs_dim, "cost_us": cost, "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from bench.bench_capacity import capacity_now
+    from bench.report import code_commit
+    from bench.sizes import Sizes
+
+    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    default_threads = torch_default_threads()
+    mode = "smoke" if args.smoke else "full" if args.full else "fast"
+    z = Sizes(mode)
+    rounds = args.rounds or {"smoke": 1, "fast": 3, "full": 6}[mode]
+    steps = args.steps or {"smoke": 2, "fast": 8, "full": 10}[mode]
+    runs = RUNS if not args.smoke else [r for r in RUNS if r[1] != 4]
+    sizes = {"aircraft": (z.n_air, z.air_cost), "pcs": (z.n_pcs, z.pcs_cost)}
+    workloads = args.workloads
+    started = time.time()
+    load_before = list(os.getloadavg())
+    capacity = {"before": capacity_now()}
+    result: dict[str, Any] = {
+        "command": shlex.join([".venv/bin/python", "-m", "bench.marl_loop", *argv]),
+        "mode": mode, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+        "commit": code_commit(), "cores": os.cpu_count(), "rounds": rounds, "steps": steps,
+        "hidden": args.hidden, "torch": torch.__version__,
+        "torch_default_threads": default_threads, "paper": PAPER, "workloads": {}}
+    bar = tqdm(total=rounds * len(runs) * len(workloads), desc="marl loop", unit="run")
+    try:
+        for w in workloads:
+            n, cost = sizes[w]
+            bar.set_postfix(workload=w)
+            result["workloads"][w] = measure(w, n, cost, runs, rounds, steps, args.hidden,
+                                             progress=lambda: bar.update())
+    finally:
+        bar.close()
+        torch.set_num_threads(default_threads)
+    capacity["after"] = capacity_now()
+    result["capacity"] = capacity
+    result["load_average"] = {"before": load_before, "after": list(os.getloadavg())}
+    result["minutes"] = (time.time() - started) / 60
+    result["gil_enabled"] = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(section(result)))
+    print(f"[marl_loop] wrote {args.out} ({result['minutes']:.1f} minutes)")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, 1 round of 2 steps (seconds; for tests)")
+    parser.add_argument("--full", action="store_true", help="6 rounds of 10 steps")
+    parser.add_argument("--rounds", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=0, help="timed steps per round")
+    parser.add_argument("--hidden", type=int, default=64, help="policy MLP width")
+    parser.add_argument("--workloads", nargs="+", choices=["aircraft", "pcs"],
+                        default=["aircraft", "pcs"])
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.2f}" if seconds < 0.01 else f"{1e3 * seconds:.1f}"
+
+
+def _change(row: dict, base: dict) -> str:
+    return f"{100 * (row['total'] / base['total'] - 1):+.1f} %"
+
+
+def _table(w: dict[str, Any]) -> list[str]:
+    from bench.markdown import table
+
+    base = w["rows"][0]
+    rows = []
+    for r in w["rows"]:
+        cells = [r["label"], *(_ms(r["phases"][k]) for k in PHASES), _ms(r["total"]),
+                 "-" if r is base else _change(r, base)]
+        rows.append(cells)
+    return table(["runtime", *(f"{h} (ms)" for h in PHASES.values()), "loop (ms)",
+                  "loop vs serial"], rows)
+
+
+def _find(w: dict[str, Any], label: str) -> dict | None:
+    return next((r for r in w["rows"] if r["label"] == label), None)
+
+
+def _headline(name: str, w: dict[str, Any]) -> list[str]:
+    """SEER's loop against serial and against the best 2-thread peer, beside the paper."""
+    base = w["rows"][0]
+    seer2 = _find(w, "seer(2)")
+    auto = next((r for r in w["rows"] if r["threads"] == "auto" and not r["torch_default"]),
+                None)
+    peers = [r for r in w["rows"] if r["runtime"] in ("static", "static-block", "global")]
+    best = min(peers, key=lambda r: r["total"]) if peers else None
+    cells = [name, _change(seer2, base) if seer2 else "-",
+             f"{_change(auto, base)} (T={auto['chosen_threads']})" if auto else "-",
+             f"{best['label']} {_change(best, base)}" if best else "-"]
+    ones = [r for r in w["rows"] if r["runtime"] == "seer" and not r["torch_default"]
+            and isinstance(r["threads"], int)]
+    cells.append(", ".join(f"T={r['threads']}: {_ms(r['total'])} ms" for r in ones) or "-")
+    env_share = seer2["phases"]["env"] / seer2["total"] if seer2 else float("nan")
+    cells.append(f"{100 * env_share:.0f} %")
+    return [*cells, PAPER[w["workload"]]]
+
+
+def section(result: dict | None) -> list[str]:
+    """Markdown lines of the MARL-loop part of RESULTS.md (``None``: not measured)."""
+    from bench.markdown import table
+
+    title = "## The MARL loop end to end: batched policy inference + SEER stepping"
+    if result is None:
+        return [title, "", "Not measured: run `.venv/bin/python -m bench.marl_loop` (or "
+                "`python -m bench.report --only marl_loop`; needs torch, the `stpa` extra, "
+                "and PettingZoo, the `marl` extra).", ""]
+    ws = result["workloads"]
+    cap = result.get("capacity", {})
+    out = [title, "",
+           f"Per-step latency of a MAPPO rollout step: {result['rounds']} rounds of "
+           f"{result['steps']} timed steps after a warm-up step, medians over rounds of the "
+           "per-step mean; every runtime runs the same steps. Policy: shared actor + "
+           f"centralised critic, MLP width {result['hidden']}, one forward pass for all "
+           f"agents (torch {result['torch']}, CPU, 1 intra-op thread unless the row says "
+           "otherwise). `env execution` is the runtime running the step's events; "
+           "`obs/reward assembly` is every agent's `outputs()` (run on the runtime's "
+           "threads) plus stacking them into batch arrays; `torch<->numpy` is "
+           "`torch.from_numpy` and the actions back to numpy.", ""]
+    for w in ws.values():
+        out += [f"### {w['model']}: {w['agents']} agents, observation size {w['obs_dim']}",
+                "", *_table(w), ""]
+        auto = next((r for r in w["rows"] if r["threads"] == "auto"), None)
+        if auto:
+            out += [f"`seer(auto)`: STPA chose T={auto['chosen_threads']}; its preflight "
+                    f"took {auto['preflight_s']:.2f} s once, when the environment was made "
+                    "(not in the loop times).", ""]
+    out += ["### End-to-end loop latency against serial, next to the paper", "",
+            *table(["workload", "seer(2)", "seer(auto)", "best 2-thread peer",
+                    "seer loop by thread count", "env share of the seer(2) loop",
+                    "paper"],
+                   [_headline(name, w) for name, w in ws.items()]), "",
+            "Negative is faster. The paper's figures were measured on its own machines and "
+            "policies (with inference on an accelerator); here everything shares a CPU, so "
+            "they stand beside ours for orientation, not as a like-for-like comparison. "
+            "Once policy inference is batched into one forward pass it is a small part of "
+            "the loop at these sizes, so the loop follows the environment step.", ""]
+    out += _torch_threads(result)
+    if cap:
+        out += [f"Parallel capacity (2 x time on 1 thread / time on 2 threads): "
+                f"{cap.get('before', float('nan')):.2f} effective cores before, "
+                f"{cap.get('after', float('nan')):.2f} after; {result.get('cores', '?')} "
+                f"cores; load average {_load(result)}; {result.get('minutes', 0):.1f} "
+                f"minutes; commit {result.get('commit', '?')}.", ""]
+    out += [f"Command: `{result.get('command', 'python -m bench.marl_loop')}` (or `python -m "
+            "bench.report --only marl_loop`).", ""]
+    return out
+
+
+def _load(result: dict) -> str:
+    """The 1-minute load average before and after the run."""
+    load = result.get("load_average") or {}
+    if not isinstance(load, dict) or "before" not in load:
+        return "-"
+    return f"{load['before'][0]:.1f} before, {load['after'][0]:.1f} after"
+
+
+def _torch_threads(result: dict) -> list[str]:
+    lines, one_wins = [], []
+    for name, w in result["workloads"].items():
+        one, dflt = _find(w, "seer(2)"), next((r for r in w["rows"] if r["torch_default"]),
+                                              None)
+        if one and dflt:
+            one_wins.append(one["total"] <= TIE * dflt["total"])
+            lines.append(f"{name}: policy {_ms(one['phases']['policy'])} ms with 1 torch "
+                         f"thread, {_ms(dflt['phases']['policy'])} ms with "
+                         f"{dflt['torch_threads']}; env {_ms(one['phases']['env'])} against "
+                         f"{_ms(dflt['phases']['env'])} ms; loop {_ms(one['total'])} against "
+                         f"{_ms(dflt['total'])} ms")
+    if not lines:
+        return []
+    return ["### Torch's intra-op threads against SEER's (seer(2))", "",
+            *(f"- {line}." for line in lines), "",
+            "Torch's intra-op pool and SEER's workers compete for the same cores. "
+            + (f"In this run one torch thread gave a loop no more than {100 * (TIE - 1):.0f} "
+               "% longer than torch's default count (a tie on a shared machine) or a shorter "
+               "one on every workload: the policy is too small to gain from more threads, so "
+               "the example and this benchmark call `torch.set_num_threads(1)` and leave the "
+               "cores to SEER."
+               if all(one_wins) else
+               "**In this run torch's default count gave a loop more than "
+               f"{100 * (TIE - 1):.0f} % shorter on at least one workload**; the example and "
+               "this benchmark still use `torch.set_num_threads(1)` (fixed, for "
+               "reproducible training)."), ""]
+
+
+def draw(result: dict, figures: Path) -> list[str]:
+    """A stacked-bar chart of the breakdown per workload; returns the file names."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    ws = result["workloads"]
+    fig = Figure(figsize=(5.0 * len(ws), 4.6), dpi=100)
+    FigureCanvasAgg(fig)
+    for i, w in enumerate(ws.values()):
+        ax = fig.add_subplot(1, len(ws), i + 1)
+        labels = [r["label"].replace(", torch ", "\ntorch ") for r in w["rows"]]
+        bottom = np.zeros(len(labels))
+        for j, (key, heading) in enumerate(PHASES.items()):
+            ms = np.array([1e3 * r["phases"][key] for r in w["rows"]])
+            ax.bar(range(len(labels)), ms, bottom=bottom, label=heading, color=f"C{j}")
+            bottom += ms
+        # the loop's median can differ from the stacked phase medians on a noisy machine
+        ax.scatter(range(len(labels)), [1e3 * r["total"] for r in w["rows"]], marker="_",
+                   s=300, color="black", zorder=3, label="loop (median of rounds)")
+        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("ms per loop step")
+        ax.set_title(f"{w['model']}", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle("MARL inference loop: per-step latency breakdown", fontsize=10)
+    fig.tight_layout()
+    figures.mkdir(parents=True, exist_ok=True)
+    name = "marl_loop.png"
+    fig.savefig(figures / name)
+    return [name]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

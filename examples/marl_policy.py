@@ -1,0 +1,214 @@
+"""A MAPPO-style policy for SEER environments, in plain torch, and its inference step.
+
+* :class:`ActorCritic`: one actor MLP shared by every agent (parameter sharing) over the
+  agent's own observation, with a Gaussian head for a ``Box`` action space (Aircraft:
+  ``(turn, throttle)`` in [-1, 1]) or a categorical head for a ``Discrete`` one (PCS: the
+  handoff reserve), and a *centralised* critic that sees the agent's observation next to
+  the mean observation of all agents. One forward pass covers all agents of a step.
+* :class:`RunningNorm`: observation normalisation whose statistics travel in the
+  ``state_dict`` (so a checkpoint holds everything the policy needs).
+* :class:`Adam`: Adam written out. ``torch.optim`` is deliberately not used: constructing
+  a ``torch.optim`` optimizer imports ``torch._dynamo`` and with it triton, whose extension
+  re-enables the GIL on free-threaded CPython (checked on torch 2.14). The idea is that of
+  ``seer.stpa.encoder._Adam``; this copy adds ``state_dict`` for checkpoints.
+* :func:`spec_of`: what the policy needs to know about a :class:`seer.marl.SeerParallelEnv`.
+
+Everything is deterministic on CPU for a fixed ``torch.set_num_threads``: sampling draws
+from an explicit :class:`torch.Generator`, and no op used here has a nondeterministic CPU
+kernel. (``torch.use_deterministic_algorithms`` is not called: it imports ``torch._dynamo``
+too.)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["ActorCritic", "Adam", "PolicySpec", "RunningNorm", "spec_of"]
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """Observation size and action kind of an environment whose agents share spaces."""
+
+    obs_dim: int
+    n_actions: int = 0  # > 0: categorical over range(n_actions)
+    act_dim: int = 0  # > 0: Gaussian over act_dim numbers, clipped to [low, high]
+    low: float = -1.0
+    high: float = 1.0
+
+    @property
+    def discrete(self) -> bool:
+        return self.n_actions > 0
+
+
+def spec_of(env: Any) -> PolicySpec:
+    """The :class:`PolicySpec` of a PettingZoo parallel env whose agents all have the
+    spaces of its first agent (a shared-parameter policy needs that)."""
+    from gymnasium import spaces
+
+    agent = env.possible_agents[0]
+    obs, act = env.observation_space(agent), env.action_space(agent)
+    if not isinstance(obs, spaces.Box) or len(obs.shape) != 1:
+        raise TypeError(f"need a flat Box observation space, got {obs}")
+    if isinstance(act, spaces.Discrete):
+        return PolicySpec(obs_dim=obs.shape[0], n_actions=int(act.n))
+    if isinstance(act, spaces.Box) and len(act.shape) == 1:
+        return PolicySpec(obs_dim=obs.shape[0], act_dim=act.shape[0],
+                          low=float(act.low.min()), high=float(act.high.max()))
+    raise TypeError(f"need a Discrete or flat Box action space, got {act}")
+
+
+class RunningNorm(nn.Module):
+    """Running mean and variance of observations (float64 buffers; Chan et al.'s parallel
+    update), applied as ``clamp((x - mean) / std, -10, 10)``."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
+        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
+
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, x.shape[-1]).to(torch.float64)
+        n = x.shape[0]
+        mean, var = x.mean(0), x.var(0, unbiased=False)
+        total = self.count + n
+        delta = mean - self.mean
+        self.var.copy_((self.var * self.count + var * n
+                        + delta.square() * self.count * n / total) / total)
+        self.mean.add_(delta * n / total)
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = (self.var + 1e-8).sqrt()
+        return ((x.to(torch.float64) - self.mean) / scale).clamp(-10.0, 10.0).float()
+
+
+def _mlp(inp: int, hidden: int, out: int, gain: float) -> nn.Sequential:
+    net = nn.Sequential(nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden),
+                        nn.Tanh(), nn.Linear(hidden, out))
+    for layer in net:  # PPO's usual orthogonal init; the output layer small
+        if isinstance(layer, nn.Linear):
+            nn.init.orthogonal_(layer.weight, math.sqrt(2.0) if layer is not net[-1] else gain)
+            nn.init.zeros_(layer.bias)
+    return net
+
+
+class ActorCritic(nn.Module):
+    """Shared actor + centralised critic. Observations are ``(..., agents, obs_dim)``;
+    the critic's input per agent is ``[own observation, mean observation of all agents]``
+    (normalised), so it sees the whole team while staying one batched pass."""
+
+    def __init__(self, spec: PolicySpec, hidden: int = 64) -> None:
+        super().__init__()
+        self.spec = spec
+        self.norm = RunningNorm(spec.obs_dim)
+        out = spec.n_actions if spec.discrete else spec.act_dim
+        self.actor = _mlp(spec.obs_dim, hidden, out, gain=0.01)
+        self.critic = _mlp(2 * spec.obs_dim, hidden, 1, gain=1.0)
+        if not spec.discrete:
+            self.log_std = nn.Parameter(torch.zeros(spec.act_dim))
+
+    def critic_input(self, x: torch.Tensor) -> torch.Tensor:
+        """``[x_i, mean_j x_j]`` for normalised observations ``x`` of shape (..., N, D)."""
+        team = x.mean(dim=-2, keepdim=True).expand_as(x)
+        return torch.cat([x, team], dim=-1)
+
+    def value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(self.critic_input(x)).squeeze(-1)
+
+    def log_prob(self, head: torch.Tensor, actions: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probability of ``actions`` and the entropy, per agent, from the actor's
+        output ``head`` (logits, or the Gaussian mean). Written out rather than with
+        ``torch.distributions``, to keep the arithmetic visible and fixed."""
+        if self.spec.discrete:
+            logp_all = torch.log_softmax(head, dim=-1)
+            logp = logp_all.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+            entropy = -(logp_all.exp() * logp_all).sum(-1)
+            return logp, entropy
+        log_std = self.log_std.expand_as(head)
+        z = (actions - head) / log_std.exp()
+        logp = (-0.5 * z.square() - log_std - 0.5 * LOG_2PI).sum(-1)
+        entropy = (log_std + 0.5 * (1.0 + LOG_2PI)).sum(-1)
+        return logp, entropy
+
+    def act(self, obs: torch.Tensor, generator: torch.Generator
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One batched step for all agents of raw observations ``obs`` (N, D): returns
+        ``(actions, log_probs, values, normalised observations)``. Call under
+        ``torch.inference_mode()`` (or ``no_grad``)."""
+        x = self.norm(obs)
+        head = self.actor(x)
+        if self.spec.discrete:
+            probs = torch.softmax(head, dim=-1)
+            actions = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        else:
+            noise = torch.randn(head.shape, generator=generator)
+            actions = head + self.log_std.exp() * noise
+        logp, _ = self.log_prob(head, actions)
+        return actions, logp, self.value(x), x
+
+    def env_actions(self, actions: torch.Tensor) -> np.ndarray:
+        """The actions as the environment takes them: int64 reserves, or float64 pairs
+        clipped to the action space (the log-probability is of the unclipped sample)."""
+        if self.spec.discrete:
+            return actions.numpy().astype(np.int64)
+        return np.clip(actions.numpy().astype(np.float64), self.spec.low, self.spec.high)
+
+
+class Adam:
+    """Adam (Kingma & Ba), written out; see the module docstring for why not
+    ``torch.optim``. Global-norm gradient clipping is part of :meth:`step`."""
+
+    def __init__(self, params: list[torch.Tensor], lr: float,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-5,
+                 max_grad_norm: float | None = 0.5) -> None:
+        self.params = params
+        self.lr, self.b1, self.b2, self.eps = lr, betas[0], betas[1], eps
+        self.max_grad_norm = max_grad_norm
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+        self.t = 0
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> float:
+        """One update; returns the gradient norm before clipping."""
+        grads = [p.grad for p in self.params if p.grad is not None]
+        norm = float(torch.sqrt(sum(g.square().sum() for g in grads))) if grads else 0.0
+        scale = 1.0
+        if self.max_grad_norm is not None and norm > self.max_grad_norm:
+            scale = self.max_grad_norm / (norm + 1e-6)
+        self.t += 1
+        c1 = 1.0 - self.b1 ** self.t
+        c2 = 1.0 - self.b2 ** self.t
+        with torch.no_grad():
+            for p, m, v in zip(self.params, self.m, self.v, strict=True):
+                if p.grad is None:
+                    continue
+                g = p.grad * scale
+                m.mul_(self.b1).add_(g, alpha=1.0 - self.b1)
+                v.mul_(self.b2).addcmul_(g, g, value=1.0 - self.b2)
+                denom = (v / c2).sqrt_().add_(self.eps)
+                p.addcdiv_(m, denom, value=-self.lr / c1)
+        return norm
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"t": self.t, "m": [m.clone() for m in self.m],
+                "v": [v.clone() for v in self.v], "lr": self.lr}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.t, self.lr = int(state["t"]), float(state["lr"])
+        for dst, src in zip(self.m + self.v, state["m"] + state["v"], strict=True):
+            dst.copy_(src)

@@ -1,0 +1,122 @@
+"""examples/mappo.py and examples/marl_policy.py: the GIL stays off, training on serial
+and on seer(2) logs identical numbers, the script writes checkpoints and a plot, and the
+hand-written pieces (GAE, log-probabilities, Adam) are right."""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("pettingzoo")
+
+from examples.mappo import LOGGED, Config, compare, gae, main, train  # noqa: E402
+from examples.marl_policy import ActorCritic, Adam, PolicySpec  # noqa: E402
+from seer import platform as seer_platform  # noqa: E402
+
+TINY = {"aircraft": {"size": 12, "cost_us": 70.0}, "pcs": {"size": 4, "cost_us": 5.0}}
+
+
+def tiny(workload: str, **kw) -> Config:
+    return Config(workload=workload, updates=3, steps=6, epochs=2, minibatches=2,
+                  hidden=16, **{**TINY[workload], **kw})
+
+
+def test_imports_keep_the_gil_off():
+    if not seer_platform.free_threaded_build():
+        pytest.skip("not a free-threaded build")
+    assert sys._is_gil_enabled() is False
+    # a torch.optim optimizer (or use_deterministic_algorithms) would import triton
+    assert "triton" not in sys.modules
+
+
+@pytest.mark.parametrize("workload", ["aircraft", "pcs"])
+def test_seer_and_serial_training_log_identical_numbers(workload):
+    serial = train(tiny(workload, runtime="serial", threads=1), progress=False)
+    seer2 = train(tiny(workload, runtime="seer", threads=2), progress=False)
+    assert compare(serial["history"], seer2["history"]) is None
+    assert len(serial["history"]) == 3
+    for row in serial["history"]:
+        assert all(math.isfinite(row[k]) for k in LOGGED)
+    # the comparison can fail: another seed gives other numbers
+    other = train(tiny(workload, runtime="serial", threads=1, seed=1), progress=False)
+    assert compare(serial["history"], other["history"]) is not None
+    if seer_platform.free_threaded_build():
+        assert sys._is_gil_enabled() is False
+
+
+def test_script_writes_checkpoints_history_and_plot(tmp_path, capsys):
+    argv = ["--workload", "pcs", "--size", "4", "--cost-us", "5", "--updates", "2",
+            "--steps", "4", "--hidden", "16", "--checkpoint-every", "1", "--verify",
+            "--no-progress", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert "every logged number identical" in capsys.readouterr().out
+    run = tmp_path / "pcs-seer"
+    assert (run / "learning_curve_pcs.png").stat().st_size > 1000
+    assert (run / "history.json").exists() and (tmp_path / "pcs-serial").is_dir()
+    ckpt = torch.load(run / "checkpoint_0002.pt")  # weights_only: plain data only
+    assert ckpt["update"] == 2 and ckpt["config"]["workload"] == "pcs"
+    policy = ActorCritic(PolicySpec(obs_dim=6, n_actions=4), hidden=16)
+    policy.load_state_dict(ckpt["policy"])  # the normaliser's statistics travel too
+    assert float(policy.norm.count) > 1
+    assert (run / "checkpoint_0001.pt").exists()
+
+
+def test_gae_matches_the_recursion_by_hand():
+    rewards = np.array([[1.0], [0.0], [2.0]])
+    values = np.array([[0.5], [0.2], [0.1], [0.3]])
+    g, lam = 0.9, 0.8
+    d = [rewards[t, 0] + g * values[t + 1, 0] - values[t, 0] for t in range(3)]
+    expect = [d[0] + g * lam * (d[1] + g * lam * d[2]), d[1] + g * lam * d[2], d[2]]
+    adv, ret = gae(rewards, values, g, lam)
+    assert np.allclose(adv[:, 0], expect)
+    assert np.allclose(ret, adv + values[:-1])
+
+
+def test_log_probabilities_match_torch_distributions():
+    from torch.distributions import Categorical, Normal
+
+    torch.manual_seed(0)
+    gauss = ActorCritic(PolicySpec(obs_dim=3, act_dim=2), hidden=8)
+    with torch.no_grad():
+        gauss.log_std.copy_(torch.tensor([-0.3, 0.4]))
+    head, actions = torch.randn(5, 2), torch.randn(5, 2)
+    logp, ent = gauss.log_prob(head, actions)
+    normal = Normal(head, gauss.log_std.exp())
+    assert torch.allclose(logp, normal.log_prob(actions).sum(-1), atol=1e-5)
+    assert torch.allclose(ent, normal.entropy().sum(-1), atol=1e-5)
+    cat = ActorCritic(PolicySpec(obs_dim=3, n_actions=4), hidden=8)
+    logits, picks = torch.randn(5, 4), torch.tensor([0, 3, 1, 2, 3])
+    logp, ent = cat.log_prob(logits, picks)
+    ref = Categorical(logits=logits)
+    assert torch.allclose(logp, ref.log_prob(picks), atol=1e-5)
+    assert torch.allclose(ent, ref.entropy(), atol=1e-5)
+
+
+def test_batched_forward_covers_every_agent_and_the_critic_sees_the_team():
+    torch.manual_seed(0)
+    policy = ActorCritic(PolicySpec(obs_dim=4, act_dim=2), hidden=8)
+    obs = torch.randn(7, 4)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        actions, logp, value, _ = policy.act(obs, gen)
+        assert actions.shape == (7, 2) and logp.shape == (7,) and value.shape == (7,)
+        changed = obs.clone()
+        changed[6] += 5.0  # another agent's observation moves every agent's value
+        assert not torch.equal(policy.act(changed, torch.Generator())[2][0], value[0])
+    env_actions = policy.env_actions(actions * 100)
+    assert env_actions.dtype == np.float64 and np.abs(env_actions).max() <= 1.0
+
+
+def test_adam_minimises_a_quadratic_and_round_trips_its_state():
+    p = torch.nn.Parameter(torch.tensor([3.0, -2.0]))
+    opt = Adam([p], lr=0.1, max_grad_norm=None)
+    for _ in range(200):
+        opt.zero_grad()
+        (p.square().sum()).backward()
+        opt.step()
+    assert p.abs().max() < 0.05
+    clone = Adam([torch.nn.Parameter(p.detach().clone())], lr=0.5)
+    clone.load_state_dict(opt.state_dict())
+    assert clone.t == 200 and clone.lr == 0.1 and torch.equal(clone.m[0], opt.m[0])
