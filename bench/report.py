@@ -25,6 +25,10 @@ state, cores and package versions, and that ``python -m pyperf compare_to`` can 
   scaling goals for plain-Python handlers (:mod:`bench.efficiency`, once).
 * ``sharing.json``: what handler operations cost on 1 thread and beside a second one
   (:mod:`bench.sharing` over the pyperf suite :mod:`bench.bench_sharing`, once).
+* ``memory.json``: peak memory of a fixed episode per runtime, each in a fresh process
+  (:mod:`bench.memory`, once).
+* ``marl_loop.json``: the MARL inference loop end to end, its latency broken down
+  (:mod:`bench.marl_loop`, once; needs torch and PettingZoo).
 * ``replicas.json``: environment replicas on a local Dask cluster against stepping them
   in one process, and the round trip's overhead (:mod:`bench.replicas`, once; skipped
   without the ``distributed`` extra).
@@ -68,14 +72,17 @@ FIGURES = HERE / "figures"
 BALANCE_WORKLOADS = ("aircraft", "pcs")
 #: Self-contained parts, run once (not in rounds), each a module ``bench.<name>`` with
 #: ``main(argv)`` (writing ``--out FILE``, one JSON), ``section(result | None) -> lines`` and
-#: optionally ``draw(result, figures) -> file names``: name -> (module needed to run it
-#: (None: always runs), arguments by mode).
-ONCE_PARTS: dict[str, tuple[str | None, dict[str, list[str]]]] = {
-    "efficiency": (None, {"smoke": ["--smoke"], "fast": [],
+#: optionally ``draw(result, figures) -> file names``: name -> (modules needed to run it,
+#: arguments by mode).
+ONCE_PARTS: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {
+    "efficiency": ((), {"smoke": ["--smoke"], "fast": [],
                           "full": ["--steps", "6", "--rounds", "5"]}),
-    "sharing": (None, {"smoke": ["--smoke"], "fast": [],
+    "sharing": ((), {"smoke": ["--smoke"], "fast": [],
                        "full": ["--full"]}),
-    "replicas": ("distributed", {"smoke": ["--smoke"], "fast": [],
+    "memory": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--full"]}),
+    "marl_loop": (("torch", "pettingzoo"), {"smoke": ["--smoke"], "fast": [],
+                                            "full": ["--full"]}),
+    "replicas": (("distributed",), {"smoke": ["--smoke"], "fast": [],
                                  "full": ["--uavs", "400", "--replicas", "1", "2", "--threads",
                                           "1", "2", "--steps", "40", "--overhead-steps",
                                           "500"]}),
@@ -103,7 +110,8 @@ def jobs(z: Sizes) -> dict[str, tuple[str, list[str]]]:
                                      str(z.pcs_cost), "--runtimes", "serial", "seer(2)"]),
         "thread_scan": (bench, [*air, "--entities", str(z.n_air), "--costs", str(z.air_cost),
                                 "--runtimes", "serial", *[label("seer", t) for t in z.scan],
-                                *[label("static", t) for t in z.scan if t > 1]]),
+                                *[label("static", t) for t in z.scan if t > 1],
+                                *[label("optimistic", t) for t in z.scan if t > 1]]),
         "pcs_thread_scan": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs",
                                     str(z.pcs_cost), "--runtimes", "serial",
                                     *[label("seer", t) for t in z.scan]]),
@@ -273,8 +281,9 @@ def run_once(name: str, z: Sizes, results: Path) -> None:
     """One of :data:`ONCE_PARTS`, its progress shown; skipped, with a note, where the
     module it needs is not installed."""
     needs, args = ONCE_PARTS[name]
-    if needs is not None and importlib.util.find_spec(needs) is None:
-        print(f"[report] {name} skipped: {needs} is not installed", flush=True)
+    missing = [m for m in needs if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"[report] {name} skipped: {', '.join(missing)} not installed", flush=True)
         return
     cmd = [sys.executable, "-m", f"bench.{name}", *args[z.mode], "--out",
            str(results / f"{name}.json")]

@@ -13,9 +13,9 @@ __all__ = ["ALL", "PEERS", "Sizes"]
 
 #: every runtime, in table order; serial first (the baseline of every ratio)
 ALL = ["serial", "seer(1)", "seer(2)", "static(2)", "static-block(2)", "global(2)",
-       "executor(2)"]
+       "executor(2)", "optimistic(2)"]
 #: SEER and the pooled peers it is measured against
-PEERS = ["serial", "seer(2)", "static(2)", "static-block(2)", "global(2)"]
+PEERS = ["serial", "seer(2)", "static(2)", "static-block(2)", "global(2)", "optimistic(2)"]
 
 
 class Sizes:
