@@ -110,7 +110,7 @@ class Runtime(ABC):
         self._start_arrays = {f.name: np.zeros((n, *f.shape), f.dtype) for f in self.spec.fields}
         self.state = StateArrays({k: read_only(v) for k, v in self._arrays.items()})
         self.snapshot = StateArrays({k: read_only(v) for k, v in self._start_arrays.items()})
-        row_class = make_row_class(self.spec.fields)
+        self._row_class = row_class = make_row_class(self.spec.fields)
         self._contexts: list[Context] = [
             Context(self.spec, e, make_row(row_class, self._arrays, e), self._make_push(e))
             for e in range(n)

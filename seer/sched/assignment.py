@@ -65,6 +65,13 @@ class Assignment(ABC):
         """The claim handle of thread ``index`` (made on the coordinator, used by that
         thread only). ``path`` selects the atomics path for claimers that use atomics."""
 
+    def home(self, entities: np.ndarray, threads: int, n_entities: int) -> np.ndarray:
+        """The thread that usually runs each entity (its home segment's thread). The
+        runtime makes each entity's context and row on that thread, so that the thread
+        which runs the entity owns the objects it touches (``docs/performance.md``).
+        A hint only: any thread may run any entity. Default: ``e % T``."""
+        return entities % threads
+
 
 class Steal(Assignment):
     """Home ``e % T``, guided chunks from the own segment first, then steals."""
@@ -103,7 +110,10 @@ class Block(RoundRobin):
 
     def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
                 n_entities: int) -> None:
-        pel.publish_homed(ready, ready * threads // n_entities, threads)
+        pel.publish_homed(ready, self.home(ready, threads, n_entities), threads)
+
+    def home(self, entities: np.ndarray, threads: int, n_entities: int) -> np.ndarray:
+        return entities * threads // n_entities
 
 
 ASSIGNMENTS: dict[str, type[Assignment]] = {cls.name: cls for cls in (Steal, RoundRobin, Block)}

@@ -33,7 +33,7 @@ import numpy as np
 
 from seer.errors import event_of, tag_event
 from seer.events import Event
-from seer.model import Model, StateArrays
+from seer.model import Context, Model, StateArrays, make_row
 from seer.queues import (
     NIL,
     ArenaFullError,
@@ -315,23 +315,47 @@ class DualQueueRuntime(WindowedRuntime):
     # -- set-up ---------------------------------------------------------------------------
     def _make_workers(self) -> None:
         """Fresh slabs, accessors and claimers for every thread (after construction, reset
-        and resize). Each worker's objects are made here but used by one thread only."""
+        and resize), each made on its own thread together with new contexts and rows for
+        the entities homed there (:meth:`Assignment.home`): free-threaded CPython counts
+        references to an object with a plain add only on the thread that made it, and with
+        an atomic one (slower, and contended when shared) everywhere else, so the objects a
+        thread touches on every event should be its own (``docs/performance.md``)."""
         for old in self._workers:
             old.slab.release()  # its free records go back to the arena's pool
         pool = self._pool
         threads = pool.threads
+        n = self.spec.n_entities
+        home = self.assignment.home(np.arange(n, dtype=np.int64), threads, n)
+        homed = [np.flatnonzero(home == i).tolist() for i in range(threads)]
         traced = {} if self.trace is None else {"trace": self.trace}
         worker = WindowWorker if self.trace is None else TracingWindowWorker
-        self._workers = [
-            worker(self._leqs.worker(self._arena.slab(i), self._atomics_path),
-                   self.assignment.claimer(self._pel, i, threads, self._atomics_path),
-                   self._pel.claimer(threads, path=self._atomics_path),
-                   pool.stats[i], self._contexts, self._handlers,
-                   self._private_views(), self._event_limit,
-                   partial(step_limit_error, self.spec.name, self.max_events_per_step),
-                   **({"index": i, **traced} if traced else {}))
-            for i in range(threads)
-        ]
+        workers: list[WindowWorker | None] = [None] * threads
+        limit_error = partial(step_limit_error, self.spec.name, self.max_events_per_step)
+
+        def make(i: int) -> None:
+            self._own_contexts(homed[i])
+            workers[i] = worker(
+                self._leqs.worker(self._arena.slab(i), self._atomics_path),
+                self.assignment.claimer(self._pel, i, threads, self._atomics_path),
+                self._pel.claimer(threads, path=self._atomics_path),
+                pool.stats[i], self._contexts, self._handlers, self._private_views(),
+                self._event_limit, limit_error, **({"index": i, **traced} if traced else {}))
+
+        pool.run_setup(make)
+        self._workers = workers
+
+    def _own_contexts(self, entities: list[int]) -> None:
+        """Replace the contexts (and rows) of ``entities`` by copies made on this thread
+        (see :meth:`_make_workers`); everything else about them stays as it was."""
+        contexts, arrays, row_class = self._contexts, self._arrays, self._row_class
+        names = [n for n in Context.__slots__ if n != "row"]
+        for e in entities:
+            old = contexts[e]
+            ctx = Context.__new__(Context)
+            for name in names:  # Context.__init__ sets every slot
+                setattr(ctx, name, getattr(old, name))
+            ctx.row = make_row(row_class, arrays, e)
+            contexts[e] = ctx  # one slot of a list: safe beside other threads' stores
 
     def _clear_events(self) -> None:
         super()._clear_events()

@@ -252,6 +252,21 @@ class WorkerPool:
         finally:
             caller_error = errors = None  # no exception -> frame -> exception cycle
 
+    def run_setup(self, task: Callable[[int], None]) -> None:
+        """Run ``task(i)`` on every thread ``i``, as set-up work: not counted in
+        :attr:`stats` and not traced. Free-threaded CPython counts references to an object
+        with a cheap non-atomic add only on the thread that made it, so objects a thread
+        will use on every event are best made on that thread."""
+        saved = [s.as_dict() for s in self.stats]
+        trace, self.trace = self.trace, None
+        try:
+            self.run(task)
+        finally:
+            self.trace = trace
+            for stats, values in zip(self.stats, saved, strict=True):
+                for name, value in values.items():
+                    setattr(stats, name, value)
+
     def _wait_all(self, generation: int, abort: Callable[[], None] | None,
                   give_up_after: int) -> None:
         """Return only when no worker is inside task ``generation``, even if interrupted
