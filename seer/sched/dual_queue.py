@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import struct
 import time
 from collections.abc import Callable
 from functools import partial
@@ -58,6 +59,19 @@ _ns = time.perf_counter_ns
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 _NO_FAILURE = (math.inf, 1 << 64)  # above every event key
+_pack_double = struct.Struct("<d").pack
+_unpack_double = struct.Struct("<d").unpack
+
+
+def _own_float(x: float) -> float:
+    """An equal float (same bits) that the calling thread made."""
+    return _unpack_double(_pack_double(x))[0]
+
+
+def _own_int(x: int) -> int:
+    """An equal int that the calling thread made (small ints are shared immortals)."""
+    return x + 0 if -5 <= x <= 256 else int.from_bytes(
+        x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True), "little", signed=True)
 
 
 class WindowWorker:
@@ -346,15 +360,23 @@ class DualQueueRuntime(WindowedRuntime):
 
     def _own_contexts(self, entities: list[int]) -> None:
         """Replace the contexts (and rows) of ``entities`` by copies made on this thread
-        (see :meth:`_make_workers`); everything else about them stays as it was."""
+        (see :meth:`_make_workers`); everything else about them stays as it was. The
+        values ``emit`` reads on every call (the kind table, the lookahead, the entity
+        count, the entity's id and origin bits) become this thread's own equal copies,
+        so that two threads emitting at once do not count references to one object."""
         contexts, arrays, row_class = self._contexts, self._arrays, self._row_class
         names = [n for n in Context.__slots__ if n != "row"]
+        kind_ids = dict(self.spec.kind_ids)
+        lookahead = _own_float(self.spec.lookahead)
+        n = _own_int(self.spec.n_entities)
         for e in entities:
             old = contexts[e]
             ctx = Context.__new__(Context)
             for name in names:  # Context.__init__ sets every slot
                 setattr(ctx, name, getattr(old, name))
             ctx.row = make_row(row_class, arrays, e)
+            ctx._kind_ids, ctx._lookahead, ctx._n = kind_ids, lookahead, n
+            ctx.id, ctx._origin_bits = _own_int(old.id), _own_int(old._origin_bits)
             contexts[e] = ctx  # one slot of a list: safe beside other threads' stores
 
     def _clear_events(self) -> None:
