@@ -42,7 +42,10 @@ RUNTIMES = ["serial", "seer(1)", "seer(2)", "static(2)", "static-block(2)", "glo
 PEERS = ["serial", "seer(2)", "static(2)", "static-block(2)", "global(2)", "optimistic(2)"]
 #: key -> (title, workload, entities, cost µs, hotspot peak, runtimes)
 WORKLOADS: dict[str, tuple[str, str, int, float, float, list[str]]] = {
-    "pcs": ("PCS 1600 cells, ~20 µs events", "pcs", 1600, 15, 2.0, RUNTIMES),
+    "pcs": ("PCS 1600 cells, cost_us=15 (the benchmark size: ~11 µs events)", "pcs", 1600, 15,
+            2.0, RUNTIMES),
+    "pcs20": ("PCS 1600 cells, cost_us=120 (~20 µs events)", "pcs", 1600, 120, 2.0,
+              ["serial", "seer(1)", "seer(2)", "static(2)"]),
     "aircraft": ("Aircraft 800 UAVs, ~200 µs events", "aircraft", 800, 200, 2.0, RUNTIMES),
     "bench10": ("BenchModel 1600 entities, 10 µs events", "bench", 1600, 10, 2.0, RUNTIMES),
     "bench5": ("BenchModel 1600 entities, 5 µs events", "bench", 1600, 5, 2.0,
@@ -56,8 +59,14 @@ SMOKE_ENTITIES = {"pcs": 64, "aircraft": 40, "bench": 60}
 #: serial), "cpu" (CPU ratio, at most the goal), or "lead" (time of each peer over the
 #: runtime's, at least the goal)
 GOALS: list[tuple[str, str, str, Any, float]] = [
-    ("PCS 1600, ~20 µs: seer(2) / serial", "pcs", "speedup", "seer(2)", 1.6),
-    ("PCS 1600: total CPU of seer(2) / serial CPU", "pcs", "cpu", "seer(2)", 1.10),
+    ("PCS 1600, ~20 µs events (cost_us=120): seer(2) / serial", "pcs20", "speedup",
+     "seer(2)", 1.6),
+    ("PCS 1600, ~20 µs events: total CPU of seer(2) / serial CPU", "pcs20", "cpu",
+     "seer(2)", 1.10),
+    ("PCS 1600, benchmark size (~11 µs events): seer(2) / serial", "pcs", "speedup",
+     "seer(2)", 1.6),
+    ("PCS 1600, benchmark size: total CPU of seer(2) / serial CPU", "pcs", "cpu", "seer(2)",
+     1.10),
     ("BenchModel 10 µs: seer(2) / serial", "bench10", "speedup", "seer(2)", 1.5),
     ("BenchModel 5 µs: seer(2) breaks even with serial", "bench5", "speedup", "seer(2)",
      1.0),

@@ -67,7 +67,7 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
                     "### Agreement (4 episodes each", "Welch p", "tests/workloads/test_pursuit.py",
                     "python -m bench.pursuit --smoke",
                     "python -m bench.bench_runtimes --workload pursuit",
-                    "## Parallel efficiency", "PCS 1600: total CPU of seer(2) / serial CPU",
+                    "## Parallel efficiency", "total CPU of seer(2) / serial CPU",
                     "## What a handler's operations cost", "`r.exponential(2.0)`"):
         assert section in text
     for figure in ("speedup_vs_threads.png", "throughput_vs_cost.png", "hotspot.png",

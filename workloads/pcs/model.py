@@ -28,25 +28,28 @@ torus, so load is uneven and moves. Blocking probability as in ROSS:
 ``(call blocks + handoff blocks) / (call attempts - busy lines at the end)``.
 
 Complexity knob: ``cost_us`` sizes the recheck's numpy work (a ``side x side`` fading
-matrix, ``side = round(2 * sqrt(cost_us))``, and its spectral norm), so it is roughly the
-recheck's own cost; the other four kinds are plain Python (about 15-19 µs each here).
+matrix, ``side = round(2 * sqrt(cost_us))``, and its largest singular value), so it is
+roughly the recheck's own cost; the other four kinds are plain Python (about 6-9 µs each
+here, scheduling included).
 
 Calibration (development machine: 2 cores, CPython 3.14.7t; serial runtime, 10 steps
 after 2 warm-up steps, step_length 30; ``python -m workloads.calibrate pcs --steps 10``),
-40x40 cells:
+40x40 cells, measured after the recheck lost its numpy calls on single numbers (which
+halved the mean event time without changing a result; ``docs/performance.md``):
 
 =======  ===================  ===============  ==========================
 cost_us  mean event µs (all)  events per step  cross-entity events / step
 =======  ===================  ===============  ==========================
-5        18.9                 5982             168
-10       20.2                 5949             164
-15       20.4                 5971             168
-20       21.1                 5975             167
-40       27.0                 5990             166
+5        10.1                 5982             168
+10       10.4                 5949             164
+15       10.7                 5971             168
+20       12.4                 5975             167
+40       14.0                 5990             166
 =======  ===================  ===============  ==========================
 
-Against cell count (cost_us=15): 400 cells: 1465 events/step, 40 cross-entity; 900:
-3342, 92; 1600: 5971, 168; 2500: 9298, 258; 4900: 18297, 509 (mean event 20.5-22.9 µs).
+About 20 µs per event on average takes ``cost_us=120`` (a 22x22 matrix). Against cell
+count (cost_us=15): 400 cells: 1465 events/step, 40 cross-entity; 900: 3342, 92; 1600:
+5971, 168; 2500: 9298, 258; 4900: 18297, 509 (mean event 10.4-12.9 µs).
 Cross-entity events are the handoffs; ``interaction`` > 1 makes portables move more often.
 """
 
