@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     if wanted and not wanted <= known:
         parser.error(f"unknown parts {sorted(wanted - known)}; choose from {sorted(known)}")
     if not args.plots_only:
-        if wanted is None:
+        if wanted is None or wanted & set(parts):  # the round parts say which code they ran
             record_run(z, results)
         run_parts(z, parts, results, wanted)
     text = render(z, [*parts, "queues"], results, results if separate else FIGURES)
