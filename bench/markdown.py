@@ -20,7 +20,7 @@ __all__ = ["goals", "pursuit", "ratios", "stpa_goals", "table", "write_results"]
 
 READING = Path(__file__).resolve().parent / "READING.md"
 #: the pooled peers SEER is meant to beat
-PEER_NAMES = ("static(2)", "static-block(2)", "global(2)")
+PEER_NAMES = ("static(2)", "static-block(2)", "global(2)", "optimistic(2)")
 #: STPA's goals: mean regret at least this, and a preflight of at most this fraction of an
 #: episode of EPISODE_STEPS steps (as in bench.stpa, which this module does not import)
 REGRET_GOAL, PREFLIGHT_GOAL, EPISODE_STEPS = 0.95, 0.05, 200
@@ -100,7 +100,12 @@ def _header(m: dict[str, Part], z: Sizes, run: dict, span: str, stpa: dict | Non
         "`bench/results/` (`python -m pyperf show FILE`, `python -m pyperf compare_to "
         "A B`).", "",
         "## DESIGN.md section 10: measured next to the goals", "",
-        *table(["figure", "goal", "measured in this run", "met"], goals(m, z, stpa)), ""]
+        *table(["figure", "goal", "measured in this run", "met"], goals(m, z, stpa)), "",
+        "The other goals of section 10 are read in their own sections below: the scaling tax "
+        "(total CPU of seer(2) / serial on PCS), BenchModel at 10 µs and the break-even event "
+        "size, and SEER against `static` without imbalance under *Parallel efficiency*; "
+        "memory under *Memory per runtime*; the end-to-end MARL loop under *The MARL loop "
+        "end to end*; many cores in `bench/RESULTS-manycore.md`.", ""]
 
 
 # -- goals ---------------------------------------------------------------------------------
@@ -141,21 +146,23 @@ def goals(m: dict[str, Part], z: Sizes, stpa: dict | None = None) -> list[list[s
     per_event = 1e6 * o[f"{empty}-seer(1)"] / events
     serial_event = 1e6 * o[f"{empty}-serial"] / events
     return [
-        [f"Aircraft {z.n_air} UAVs ~{z.air_cost} µs: seer(2) / serial", ">= 1.7x",
-         f"{air_seer:.2f}x", _yes(air_seer >= 1.7)],
-        [f"PCS {z.n_pcs} cells (cost_us={z.pcs_cost:g}): seer(2) / serial", ">= 1.25x",
-         f"{pcs_seer:.2f}x", _yes(pcs_seer >= 1.25)],
-        ["SEER vs `static`, `static-block`, `global` under a moving hotspot (PCS): time of "
-         "the peer / time of seer(2)", "> 1 for all", hotspot_cells, hotspot_met],
+        [f"Aircraft {z.n_air} UAVs ~{z.air_cost} µs: seer(2) / serial", ">= 1.85x (was 1.7x)",
+         f"{air_seer:.2f}x", _yes(air_seer >= 1.85)],
+        [f"PCS {z.n_pcs} cells, cost_us={z.pcs_cost:g} (~11 µs events since the recheck "
+         "rewrite; ~20 µs events: see Parallel efficiency): seer(2) / serial",
+         ">= 1.6x (was 1.25x)", f"{pcs_seer:.2f}x", _yes(pcs_seer >= 1.6)],
+        ["SEER vs `static`, `static-block`, `global`, `optimistic` under a moving hotspot "
+         "(PCS): time of the peer / time of seer(2)", "> 1 for all", hotspot_cells,
+         hotspot_met],
         ["the same on Aircraft (moving clusters)", "> 1 for all",
          ", ".join(f"{p} {v:.2f}" for p, v in air_lead.items()),
          _yes(all(v > 1 for v in air_lead.values()))],
-        ["seer(1) / serial at 50 µs events", ">= 0.90x (overhead <= 10 %)",
+        ["seer(1) / serial at 50 µs events", ">= 0.95x (overhead <= 5 %; was 10 %)",
          "not measured in this mode" if one is None else f"{one:.2f}x",
-         "-" if one is None else _yes(one >= 0.9)],
+         "-" if one is None else _yes(one >= 0.95)],
         ["time per event, empty handler, seer(1) (upper bound of the scheduler overhead)",
-         "<= 3 µs", f"{per_event:.2f} µs (serial {serial_event:.2f} µs)",
-         _yes(per_event <= 3)],
+         "<= 1 µs (was 3 µs)", f"{per_event:.2f} µs (serial {serial_event:.2f} µs)",
+         _yes(per_event <= 1)],
         *stpa_goals(stpa),
         ["parallel runs bit-identical to serial", "always",
          "checked by the test suite (tests/sched) and by `seer demo`", "-"],
