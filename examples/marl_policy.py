@@ -7,10 +7,10 @@
   the mean observation of all agents. One forward pass covers all agents of a step.
 * :class:`RunningNorm`: observation normalisation whose statistics travel in the
   ``state_dict`` (so a checkpoint holds everything the policy needs).
-* :class:`Adam`: Adam written out. ``torch.optim`` is deliberately not used: constructing
-  a ``torch.optim`` optimizer imports ``torch._dynamo`` and with it triton, whose extension
-  re-enables the GIL on free-threaded CPython (checked on torch 2.14). The idea is that of
-  ``seer.stpa.encoder._Adam``; this copy adds ``state_dict`` for checkpoints.
+* :class:`Adam`: :class:`seer.adam.Adam` with the trainer's defaults. ``torch.optim`` is
+  deliberately not used: constructing a ``torch.optim`` optimizer imports
+  ``torch._dynamo`` and with it triton, whose extension re-enables the GIL on free-threaded
+  CPython (checked on torch 2.14).
 * :func:`spec_of`: what the policy needs to know about a :class:`seer.marl.SeerParallelEnv`.
 
 Everything is deterministic on CPU for a fixed ``torch.set_num_threads``: sampling draws
@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+
+from seer.adam import Adam as _Adam
 
 __all__ = ["ActorCritic", "Adam", "PolicySpec", "RunningNorm", "spec_of"]
 
@@ -165,50 +167,11 @@ class ActorCritic(nn.Module):
         return np.clip(actions.numpy().astype(np.float64), self.spec.low, self.spec.high)
 
 
-class Adam:
-    """Adam (Kingma & Ba), written out; see the module docstring for why not
-    ``torch.optim``. Global-norm gradient clipping is part of :meth:`step`."""
+class Adam(_Adam):
+    """:class:`seer.adam.Adam` with the trainer's defaults: ``eps`` 1e-5 and the gradients'
+    global norm clipped at 0.5."""
 
     def __init__(self, params: list[torch.Tensor], lr: float,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-5,
                  max_grad_norm: float | None = 0.5) -> None:
-        self.params = params
-        self.lr, self.b1, self.b2, self.eps = lr, betas[0], betas[1], eps
-        self.max_grad_norm = max_grad_norm
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-        self.t = 0
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-    def step(self) -> float:
-        """One update; returns the gradient norm before clipping."""
-        grads = [p.grad for p in self.params if p.grad is not None]
-        norm = float(torch.sqrt(sum(g.square().sum() for g in grads))) if grads else 0.0
-        scale = 1.0
-        if self.max_grad_norm is not None and norm > self.max_grad_norm:
-            scale = self.max_grad_norm / (norm + 1e-6)
-        self.t += 1
-        c1 = 1.0 - self.b1 ** self.t
-        c2 = 1.0 - self.b2 ** self.t
-        with torch.no_grad():
-            for p, m, v in zip(self.params, self.m, self.v, strict=True):
-                if p.grad is None:
-                    continue
-                g = p.grad * scale
-                m.mul_(self.b1).add_(g, alpha=1.0 - self.b1)
-                v.mul_(self.b2).addcmul_(g, g, value=1.0 - self.b2)
-                denom = (v / c2).sqrt_().add_(self.eps)
-                p.addcdiv_(m, denom, value=-self.lr / c1)
-        return norm
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"t": self.t, "m": [m.clone() for m in self.m],
-                "v": [v.clone() for v in self.v], "lr": self.lr}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.t, self.lr = int(state["t"]), float(state["lr"])
-        for dst, src in zip(self.m + self.v, state["m"] + state["v"], strict=True):
-            dst.copy_(src)
+        super().__init__(params, lr, betas, eps, max_grad_norm)

@@ -50,7 +50,7 @@ training and torch-forward code only.
 
 Free-threading: ``torch.optim`` and ``torch.use_deterministic_algorithms`` import
 ``torch._dynamo``/``torch._inductor`` and with them triton, whose extension re-enables the
-GIL on a 3.14t build; training therefore uses a small Adam of its own and sets the
+GIL on a 3.14t build; training therefore uses :class:`seer.adam.Adam` and sets the
 deterministic flag through torch's underlying setter. :meth:`TimesURLEncoder.fit` changes
 process-wide torch state (one thread, deterministic algorithms, the seeded global RNG),
 restores it afterwards, and holds a lock, so one fit runs at a time in a process.
@@ -75,6 +75,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from seer.adam import Adam
 
 if TYPE_CHECKING:
     import torch
@@ -419,41 +421,6 @@ def _batches(rng: np.random.Generator, n: int, size: int) -> list[np.ndarray]:
     return out
 
 
-class _Adam:
-    """Adam (Kingma & Ba), written out: ``torch.optim`` imports ``torch._dynamo`` and with
-    it triton, whose extension re-enables the GIL on a free-threaded build."""
-
-    def __init__(self, params: list[Any], lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
-        import torch
-
-        self.params = params
-        self.lr, self.b1, self.b2, self.eps = lr, betas[0], betas[1], eps
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-        self.t = 0
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-    def step(self) -> None:
-        import torch
-
-        self.t += 1
-        c1 = 1.0 - self.b1**self.t
-        c2 = 1.0 - self.b2**self.t
-        with torch.no_grad():
-            for p, m, v in zip(self.params, self.m, self.v, strict=True):
-                if p.grad is None:
-                    continue
-                g = p.grad
-                m.mul_(self.b1).add_(g, alpha=1.0 - self.b1)
-                v.mul_(self.b2).addcmul_(g, g, value=1.0 - self.b2)
-                denom = (v / c2).sqrt_().add_(self.eps)
-                p.addcdiv_(m, denom, value=-self.lr / c1)
-
-
 # --------------------------------------------------------------------------- the encoder
 
 
@@ -534,7 +501,7 @@ class TimesURLEncoder:
             net.norm_mean.copy_(torch.from_numpy(mean.astype(np.float32)))
             net.norm_std.copy_(torch.from_numpy(std.astype(np.float32)))
             rng = np.random.default_rng(seed)
-            opt = _Adam(list(net.parameters()), lr=lr)
+            opt = Adam(list(net.parameters()), lr=lr)
             net.train()
             for epoch in range(epochs):
                 sums = np.zeros(3)
@@ -552,7 +519,7 @@ class TimesURLEncoder:
         return self
 
     @staticmethod
-    def _step(net: Any, opt: _Adam, xb: np.ndarray, rng: np.random.Generator, alpha: float,
+    def _step(net: Any, opt: Adam, xb: np.ndarray, rng: np.random.Generator, alpha: float,
               mix_rate: float, mask_rate: float) -> np.ndarray:
         import torch
 

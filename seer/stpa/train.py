@@ -63,7 +63,7 @@ def _lstm(x_train: np.ndarray, s_train: np.ndarray, y_train: np.ndarray, seed: i
     import torch
 
     # The encoder's own Adam: torch.optim would import triton, which re-enables the GIL.
-    from seer.stpa.encoder import _Adam
+    from seer.adam import Adam
 
     torch.manual_seed(seed)
     x_train = np.sign(x_train) * np.log1p(np.abs(x_train))  # counts span orders of magnitude
@@ -81,7 +81,7 @@ def _lstm(x_train: np.ndarray, s_train: np.ndarray, y_train: np.ndarray, seed: i
             return self.head(torch.cat([h[-1], s], dim=1)).squeeze(1)
 
     net = Net()
-    opt = _Adam(list(net.parameters()), lr=0.01)
+    opt = Adam(list(net.parameters()), lr=0.01)
     xt = torch.tensor((x_train - mu) / sd, dtype=torch.float32)
     st = torch.tensor((s_train - smu) / ssd, dtype=torch.float32)
     yt = torch.tensor(y_train, dtype=torch.float32)
