@@ -22,8 +22,6 @@ cache lines moving between cores). The main process prints both ratios at the en
 from __future__ import annotations
 
 import collections
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +30,7 @@ import numpy as np
 import pyperf
 
 import seer
+from bench.bench_queues import on_threads
 from seer.model import compile_model, make_row, make_row_class
 
 __all__ = ["MODES", "OPS", "Op", "loop_function", "run_mode"]
@@ -140,21 +139,8 @@ def run_mode(op: Op, mode: str, loops: int) -> float:
     first = op.make()
     objects = {"1T": [first], "2T-private": [first, op.make()],
                "2T-shared": [first, first]}[mode]
-    barrier = threading.Barrier(len(objects) + 1)
-
-    def body(s: Any) -> None:
-        run(s, 10)  # warm the specialised bytecode before the timed part
-        barrier.wait()
-        run(s, loops)
-
-    threads = [threading.Thread(target=body, args=(s,)) for s in objects]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    return time.perf_counter() - t0
+    run(first, 10)  # specialise the bytecode (shared by the threads) before timing
+    return on_threads(len(objects), lambda i, n: run(objects[i], n), loops)
 
 
 def _time(loops: int, op: Op, mode: str) -> float:
