@@ -357,32 +357,6 @@ class DualQueueRuntime(WindowedRuntime):
 
         pool.run_setup(make)
         self._workers = workers
-        self._homed = homed
-
-    def _reset(self, seq: Any) -> StepResult:
-        result = super()._reset(seq)
-        self._own_generators()
-        return result
-
-    def _own_generators(self) -> None:
-        """Give every entity a generator made on its home thread, in the state its own has
-        after ``init_entity`` (same bit generator, seed sequence and state: the same
-        draws). Generators made one after another by the caller sit side by side in
-        memory, and a draw writes its generator's state: two threads drawing from
-        neighbours' generators share cache lines (about 40 % per draw measured)."""
-        contexts, homed = self._contexts, self._homed
-
-        def make(i: int) -> None:
-            for e in homed[i]:
-                ctx = contexts[e]
-                if type(ctx.rng) is not np.random.Generator:
-                    continue
-                old = ctx.rng.bit_generator
-                new = type(old)(old.seed_seq)
-                new.state = old.state
-                ctx.rng = np.random.Generator(new)
-
-        self._pool.run_setup(make)
 
     def _own_contexts(self, entities: list[int]) -> None:
         """Replace the contexts (and rows) of ``entities`` by copies made on this thread
