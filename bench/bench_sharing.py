@@ -160,8 +160,9 @@ def _summary(bench: pyperf.BenchmarkSuite, names: list[str]) -> None:
 
 
 def main() -> None:
-    runner = pyperf.Runner(add_cmdline_args=lambda cmd, args: cmd.extend(
-        ["--ops", *args.ops]))
+    # workers run as ``-m bench.bench_sharing`` so that ``bench`` imports there too
+    runner = pyperf.Runner(program_args=("-m", "bench.bench_sharing"),
+                           add_cmdline_args=lambda cmd, args: cmd.extend(["--ops", *args.ops]))
     runner.argparser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS),
                                   help="operations to measure (default: all)")
     args = runner.parse_args()
