@@ -45,7 +45,6 @@ import datetime
 import hashlib
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -58,6 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import seer
+from bench.host import code_commit, cpu_model
 from bench.labels import label
 
 if TYPE_CHECKING:
@@ -274,44 +274,15 @@ def capacity(threads: int, repeats: int = 3) -> dict[str, float]:
             "effective_cores": threads * one / many}
 
 
-def code_commit() -> str:
-    """The commit being measured (``-dirty`` if the code differs). A copy of the working
-    tree on another machine has no git metadata: then the commit the bundle was built
-    from (``dist/bundle/MANIFEST.txt``), else ``unknown``."""
-    def git(*args: str) -> str:
-        with contextlib.suppress(OSError):
-            done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                                  timeout=20, check=False)
-            return done.stdout.strip() if done.returncode == 0 else ""
-        return ""
-
-    commit = git("rev-parse", "--short", "HEAD")
-    if not commit:
-        with contextlib.suppress(OSError):
-            for line in (ROOT / "dist" / "bundle" / "MANIFEST.txt").read_text().splitlines():
-                if line.startswith("from commit "):
-                    return line.removeprefix("from commit ").strip() + " (the bundle's)"
-        return "unknown"
-    if git("status", "--porcelain", "--", "seer", "workloads", "bench/*.py"):
-        commit += "-dirty"
-    return commit
-
-
 def host_facts() -> dict[str, Any]:
     """Interpreter (``seer info``), GIL state, CPU model, cores, load and commit."""
     from seer.cli import interpreter_facts
 
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
     gil = getattr(sys, "_is_gil_enabled", lambda: True)()
     return {
         "interpreter": interpreter_facts(), "gil_enabled": gil,
         "executable": sys.executable, "cores": seer.cpu_count(),
-        "os_cpu_count": os.cpu_count(), "cpu_model": model or platform.processor(),
+        "os_cpu_count": os.cpu_count(), "cpu_model": cpu_model(),
         "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else [],
         "commit": code_commit(), "runtimes_known": sorted(_known_runtimes()),
         "argv": sys.argv,

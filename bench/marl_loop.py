@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from bench.bench_capacity import capacity_now
-    from bench.report import code_commit
+    from bench.host import code_commit
     from bench.sizes import Sizes
 
     args = _parser().parse_args(argv)

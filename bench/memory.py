@@ -41,6 +41,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from bench.host import cpu_model
+
 __all__ = ["PAPER", "RUNTIMES", "main", "measure_child", "section"]
 
 HERE = Path(__file__).resolve().parent
@@ -139,12 +141,6 @@ def host_facts() -> dict[str, Any]:
     import seer
     from seer.cli import interpreter_facts
 
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
     total = None
     with contextlib.suppress(OSError):
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -153,7 +149,7 @@ def host_facts() -> dict[str, Any]:
     return {"interpreter": interpreter_facts(),
             "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
             "cores": seer.cpu_count(), "os_cpu_count": os.cpu_count(),
-            "cpu_model": model or platform.processor(), "mem_total": total,
+            "cpu_model": cpu_model(), "mem_total": total,
             "platform": platform.platform()}
 
 

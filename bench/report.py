@@ -60,6 +60,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.host import code_commit
 from bench.labels import label
 from bench.markdown import write_results
 from bench.plots import draw
@@ -212,18 +213,6 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     span = run_span(results / f"{name}.json" for name in names)
     return write_results(parts, balance, z, drawn, run, span, stpa, pursuit, extra)
-
-
-def code_commit() -> str:
-    """The commit being measured, ``-dirty`` if the code differs from it."""
-    def git(*args: str) -> str:
-        proc = subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True)
-        return proc.stdout.strip() if proc.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--", "seer", "workloads", "bench/*.py"):
-        commit += "-dirty"
-    return commit
 
 
 def record_run(z: Sizes, results: Path) -> None:
