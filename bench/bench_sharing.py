@@ -69,16 +69,15 @@ class _Tick(seer.Model):
         return None, 0.0, False, False, {}
 
 
-def _row() -> Any:
-    spec = compile_model(_Tick(1))
+def _row(spec: Any = None) -> Any:
+    spec = spec or compile_model(_Tick(1))
     return make_row(make_row_class(spec.fields), {"busy": np.zeros(1, np.int64)}, 0)
 
 
 def _context() -> seer.Context:
     spec = compile_model(_Tick(1))
-    row = make_row(make_row_class(spec.fields), {"busy": np.zeros(1, np.int64)}, 0)
     # A push that keeps nothing: the emit's own cost, not a growing heap's.
-    return seer.Context(spec, 0, row, collections.deque(maxlen=1).append)
+    return seer.Context(spec, 0, _row(spec), collections.deque(maxlen=1).append)
 
 
 @dataclass(frozen=True)

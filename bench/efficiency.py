@@ -33,6 +33,7 @@ import seer
 from bench.bench_capacity import capacity_now
 from bench.bench_runtimes import make_model
 from bench.labels import parse_runtime
+from bench.markdown import table
 from seer.cli import interpreter_facts
 
 __all__ = ["GOALS", "WORKLOADS", "main", "measure", "section"]
@@ -148,11 +149,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # -- the report --------------------------------------------------------------------------------
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def goal_rows(result: dict[str, Any]) -> list[list[str]]:
     """One row per goal of :data:`GOALS`: text, goal, measured, met."""
     rows = []
@@ -192,7 +188,7 @@ def section(result: dict[str, Any] | None) -> list[str]:
            "serial's for the same steps: 1.00 means the second thread's time all became "
            "progress. *Efficiency* is speed-up / threads. *Rolled back*: the optimistic "
            "runtime's events undone by rollbacks, over events processed.", "",
-           *_table(["goal (2 cores, paired in this run)", "target", "measured", "met"],
+           *table(["goal (2 cores, paired in this run)", "target", "measured", "met"],
                    goal_rows(result)), ""]
     for key, w in result["workloads"].items():
         out += [f"**{WORKLOADS[key][0] if key in WORKLOADS else key}**"
@@ -204,7 +200,7 @@ def section(result: dict[str, Any] | None) -> list[str]:
             rows.append([name, f"{ms:.1f}", f"{r['speedup']:.2f}", f"{r['cpu_ratio']:.2f}",
                          f"{r['speedup'] / r['threads']:.2f}",
                          "-" if rolled != rolled else f"{100 * rolled:.2f} %"])
-        out += [*_table(["runtime", "ms / step", "speed-up", "CPU ratio", "efficiency",
+        out += [*table(["runtime", "ms / step", "speed-up", "CPU ratio", "efficiency",
                          "rolled back"], rows), ""]
     return out
 

@@ -77,16 +77,15 @@ BALANCE_WORKLOADS = ("aircraft", "pcs")
 #: arguments by mode).
 ONCE_PARTS: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {
     "efficiency": ((), {"smoke": ["--smoke"], "fast": [],
-                          "full": ["--steps", "6", "--rounds", "5"]}),
-    "sharing": ((), {"smoke": ["--smoke"], "fast": [],
-                       "full": ["--full"]}),
+                        "full": ["--steps", "6", "--rounds", "5"]}),
+    "sharing": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--full"]}),
     "memory": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--full"]}),
     "marl_loop": (("torch", "pettingzoo"), {"smoke": ["--smoke"], "fast": [],
                                             "full": ["--full"]}),
     "replicas": (("distributed",), {"smoke": ["--smoke"], "fast": [],
-                                 "full": ["--uavs", "400", "--replicas", "1", "2", "--threads",
-                                          "1", "2", "--steps", "40", "--overhead-steps",
-                                          "500"]}),
+                                    "full": ["--uavs", "400", "--replicas", "1", "2",
+                                             "--threads", "1", "2", "--steps", "40",
+                                             "--overhead-steps", "500"]}),
 }
 
 

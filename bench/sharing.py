@@ -24,6 +24,7 @@ import pyperf
 
 from bench.bench_capacity import capacity_now
 from bench.bench_sharing import MODES, OPS
+from bench.markdown import table
 
 __all__ = ["main", "section"]
 
@@ -84,9 +85,8 @@ def section(result: dict[str, Any] | None) -> list[str]:
             "mean the cost is in state the interpreter or numpy shares behind the scenes; "
             "shared above private is the price of the object itself being shared. "
             "`docs/performance.md` turns this into advice.", "",
-            "| operation | 1T ns/op | 2T-private | 2T-shared | for handler authors |",
-            "|---|---|---|---|---|",
-            *("| " + " | ".join(r) + " |" for r in rows), ""]
+            *table(["operation", "1T ns/op", "2T-private", "2T-shared",
+                    "for handler authors"], rows), ""]
 
 
 if __name__ == "__main__":
