@@ -69,9 +69,9 @@ def _own_float(x: float) -> float:
 
 
 def _own_int(x: int) -> int:
-    """An equal int that the calling thread made (small ints are shared immortals)."""
-    return x + 0 if -5 <= x <= 256 else int.from_bytes(
-        x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True), "little", signed=True)
+    """An equal int that the calling thread made (small ints stay the shared immortals)."""
+    return int.from_bytes(x.to_bytes(x.bit_length() // 8 + 1, "little", signed=True),
+                          "little", signed=True)
 
 
 class WindowWorker:
