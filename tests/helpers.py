@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -51,3 +52,17 @@ def run_serial(model: seer.Model, seed: int, steps: int) -> tuple[seer.SerialRun
     outs = [rt.reset(seed)]
     outs += [rt.step(model.sample_actions(t)) for t in range(steps)]
     return rt, outs
+
+
+def results_sha256(runtime: seer.Runtime, results: list) -> str:
+    """sha256 of every output in ``results`` (step results of ``runtime``, in order), then
+    ``runtime``'s final state and its event count: one fixed episode's bytes."""
+    digest = hashlib.sha256()
+    for r in results:
+        for array in (np.asarray(r.observations), r.rewards, r.terminations, r.truncations):
+            digest.update(np.ascontiguousarray(array).tobytes())
+    for name in runtime.state.names:
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(runtime.state[name]).tobytes())
+    digest.update(str(runtime.events_run).encode())
+    return digest.hexdigest()

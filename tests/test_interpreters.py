@@ -4,7 +4,6 @@ A user may develop a model on the Python they have and move to 3.14t for speed, 
 episode must give the same bytes on both. `make test` runs this file on .venv-gil too.
 """
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 import seer
+from tests.helpers import results_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,20 +62,11 @@ class Relay(seer.Model):
 
 def episode_sha256(kind: str, n: int = 40, steps: int = 6, seed: int = 123) -> str:
     """sha256 of every output of a fixed episode, then the final state and event count."""
-    digest = hashlib.sha256()
     with seer.make_runtime(Relay(n), kind, threads=2) as runtime:
         results = [runtime.reset(seed=seed)]
         for t in range(steps):
             results.append(runtime.step([((t * 7 + i) % 5) * 0.125 for i in range(n)]))
-        for r in results:
-            for array in (np.asarray(r.observations), r.rewards, r.terminations,
-                          r.truncations):
-                digest.update(np.ascontiguousarray(array).tobytes())
-        for name in runtime.state.names:
-            digest.update(name.encode())
-            digest.update(np.ascontiguousarray(runtime.state[name]).tobytes())
-        digest.update(str(runtime.events_run).encode())
-    return digest.hexdigest()
+        return results_sha256(runtime, results)
 
 
 @pytest.mark.parametrize("kind", KINDS)

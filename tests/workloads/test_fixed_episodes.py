@@ -11,12 +11,11 @@ checking that the old code gives the same new hashes.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
 
 import seer
+from tests.helpers import results_sha256
 from workloads.aircraft import Aircraft
 from workloads.pcs import PCS
 
@@ -35,20 +34,11 @@ def _models() -> dict[str, seer.Model]:
 def episode_sha256(workload: str, runtime: str, threads: int, seed: int) -> str:
     """sha256 of every output of ``STEPS`` steps after a reset, then the final state."""
     model = _models()[workload]
-    digest = hashlib.sha256()
     with seer.make_runtime(model, runtime, threads=threads) as rt:
         results = [rt.reset(seed=seed)]
         for t in range(STEPS):
             results.append(rt.step(model.sample_actions(t)))
-        for r in results:
-            for array in (np.asarray(r.observations), r.rewards, r.terminations,
-                          r.truncations):
-                digest.update(np.ascontiguousarray(array).tobytes())
-        for name in rt.state.names:
-            digest.update(name.encode())
-            digest.update(np.ascontiguousarray(rt.state[name]).tobytes())
-        digest.update(str(rt.events_run).encode())
-    return digest.hexdigest()
+        return results_sha256(rt, results)
 
 
 EXPECTED = {
