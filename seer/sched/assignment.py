@@ -80,7 +80,7 @@ class Steal(Assignment):
 
     def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
                 n_entities: int) -> None:
-        pel.publish_homed(ready, ready % threads, threads)
+        pel.publish_homed(ready, self.home(ready, threads, n_entities), threads)
 
     def claimer(self, pel: ParallelExecutiveList, index: int, threads: int,
                 path: str | None) -> Claimer:
@@ -96,7 +96,7 @@ class RoundRobin(Assignment):
 
     def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
                 n_entities: int) -> None:
-        pel.publish_homed(ready, ready % threads, threads)
+        pel.publish_homed(ready, self.home(ready, threads, n_entities), threads)
 
     def claimer(self, pel: ParallelExecutiveList, index: int, threads: int,
                 path: str | None) -> Claimer:
