@@ -55,7 +55,9 @@ from seer.events import (
 __all__ = ["Context", "EntityGroups", "FieldSpec", "Model", "ModelSpec", "StateArrays",
            "StepInfo", "compile_model"]
 
-_INF = math.inf
+# A code constant, so immortal on free-threaded CPython: math.inf is an ordinary float,
+# and two threads emitting at once would contend on its reference count.
+_INF = 1e999
 _ndarray = np.ndarray
 _tuple_new = tuple.__new__
 _index = operator.index
@@ -433,25 +435,35 @@ class StateArrays:
 
     The runtime hands out read-only instances: ``ctx.snapshot`` (state at the step start)
     and ``runtime.state`` (live state, read-only outside handlers).
-    """
 
-    __slots__ = ("_arrays", "names")
+    The arrays are plain instance attributes, so ``state.busy`` is one specialised
+    attribute load. A ``__getattr__`` hook (a friendlier message for a missing field)
+    would make every load a call through the hook, about 10x slower, and on free-threaded
+    CPython the hook's lookup counts references to one shared function object, which
+    costs another 3x when two threads read state at once (``docs/performance.md``). A
+    missing field gets Python's own message, which names it and suggests the nearest
+    field. ``names`` lists the fields (a field named ``names`` is read as ``state["names"]``).
+    """
 
     def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
         object.__setattr__(self, "_arrays", dict(arrays))
-        object.__setattr__(self, "names", tuple(arrays))
+        object.__setattr__(self, "_names", tuple(arrays))
+        for name, array in arrays.items():
+            object.__setattr__(self, name, array)
 
-    def __getattr__(self, name: str) -> np.ndarray:
-        try:
-            return self._arrays[name]
-        except KeyError:
-            raise AttributeError(f"no state field {name!r}; fields are {self.names}") from None
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The field names, in declaration order."""
+        return self._names
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self._arrays[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("state arrays cannot be rebound; write through ctx.row instead")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("state arrays cannot be removed")
 
     def __repr__(self) -> str:
         return f"StateArrays({', '.join(self.names)})"

@@ -22,7 +22,6 @@ caller (no wake-up to pay for).
 from __future__ import annotations
 
 import heapq
-import math
 import struct
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ import numpy as np
 
 from seer.errors import event_of, tag_event
 from seer.events import Event
-from seer.model import Context, Model, StateArrays, make_row
+from seer.model import Context, Model, StateArrays, make_row, make_row_class
 from seer.queues import (
     NIL,
     ArenaFullError,
@@ -58,7 +57,7 @@ __all__ = ["DualQueueRuntime", "SeerRuntime", "StaticBlockRuntime", "StaticRunti
 _ns = time.perf_counter_ns
 _heappush = heapq.heappush
 _heappop = heapq.heappop
-_NO_FAILURE = (math.inf, 1 << 64)  # above every event key
+_NO_FAILURE = (1e999, 1 << 64)  # above every event key (constants: immortal)
 _pack_double = struct.Struct("<d").pack
 _unpack_double = struct.Struct("<d").unpack
 
@@ -364,7 +363,11 @@ class DualQueueRuntime(WindowedRuntime):
         values ``emit`` reads on every call (the kind table, the lookahead, the entity
         count, the entity's id and origin bits) become this thread's own equal copies,
         so that two threads emitting at once do not count references to one object."""
-        contexts, arrays, row_class = self._contexts, self._arrays, self._row_class
+        contexts, arrays = self._contexts, self._arrays
+        # This thread's own row class: assigning ``row.field = v`` looks the field's
+        # property up on the class and counts a reference to it, and a property object
+        # that two threads both store through costs every store a contended atomic.
+        row_class = make_row_class(self.spec.fields)
         names = [n for n in Context.__slots__ if n != "row"]
         kind_ids = dict(self.spec.kind_ids)
         lookahead = _own_float(self.spec.lookahead)
