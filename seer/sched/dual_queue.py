@@ -85,8 +85,8 @@ class WindowWorker:
 
     __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "failure",
                  "failure_key", "handlers", "heads", "heaps", "leq", "limit",
-                 "output_claimer", "overflow", "push", "runtime_limit_error", "slab",
-                 "snapshot", "state", "stats")
+                 "output_claimer", "overflow", "push", "runtime_limit_error", "sealed",
+                 "slab", "snapshot", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
@@ -107,6 +107,7 @@ class WindowWorker:
         self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
         self.cal = CalendarBatch()
+        self.sealed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.cur = -1
         self.cur_heap: list[Event] = []
         self.events = 0  # events run since the coordinator last collected
@@ -213,9 +214,18 @@ class WindowWorker:
         cal.seq.append(ev[1])
         cal.entity.append(target)
 
+    def seal(self) -> None:
+        """The window's calendar entries as sorted arrays (on this worker's thread, after
+        its last claim: see :meth:`CalendarBatch.take_sorted`)."""
+        self.sealed = self.cal.take_sorted()
+
     def collect(self, runtime: DualQueueRuntime) -> None:
         """Hand this window's results to the coordinator (after the barrier)."""
-        runtime._calendar.extend(self.cal)
+        calendar = runtime._calendar
+        if self.sealed is not None:
+            calendar.extend_sorted(*self.sealed)
+            self.sealed = None
+        calendar.extend(self.cal)  # what ran inline on the coordinator, or was cut short
         self.cal.clear()
         heaps = self.heaps
         for ev in self.overflow:
@@ -449,6 +459,7 @@ class DualQueueRuntime(WindowedRuntime):
                 steals = claimer.steals
                 chunk = claimer.claim()
                 if chunk is None:
+                    w.seal()
                     return
                 trace.instant(index, "steal" if claimer.steals > steals else "claim",
                               start=chunk[0], stop=chunk[1])
@@ -474,6 +485,7 @@ class DualQueueRuntime(WindowedRuntime):
             while not self._abort:
                 chunk = claimer.claim()
                 if chunk is None:
+                    w.seal()
                     return
                 run(items[chunk[0]:chunk[1]].tolist(), bound)
         except BaseException:
