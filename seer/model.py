@@ -558,6 +558,7 @@ class Context:
         "_origin_bits",
         "_push",
         "_roots",
+        "_self_push",
         "_seq",
         "episode",
         "id",
@@ -588,6 +589,7 @@ class Context:
         self._kinds = spec.kinds
         self._origin_bits = (entity << ORIGIN_SHIFT) | EMITTED_BIT
         self._push = push
+        self._self_push = push
         self._roots: frozenset[int] = frozenset()  # ids of the runtime's state buffers
 
     def emit(self, target: int, delay: float, kind: str | int, payload: Any = None) -> None:
@@ -616,6 +618,9 @@ class Context:
                                   f"{self._lookahead!r} (would arrive at t={now + delay!r})",
                                   target=target, delay=delay, emit_kind=kind)
             self._cross += 1
+            push = self._push
+        else:
+            push = self._self_push
         try:
             k = self._kind_ids[kind]
         except (KeyError, TypeError):
@@ -640,7 +645,7 @@ class Context:
             seq = self._origin_bits | c
         if payload.__class__ is _ndarray and payload.base is not None:
             self._check_view_payload(payload, target, kind)
-        self._push(_tuple_new(Event, (tau, seq, target, k, payload)))
+        push(_tuple_new(Event, (tau, seq, target, k, payload)))
 
     # -- slow paths ---------------------------------------------------------------------
     def _error(self, cls: type, message: str, **details: Any) -> Exception:

@@ -83,7 +83,7 @@ class WindowWorker:
     views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
-    __slots__ = ("cal", "claimer", "contexts", "cur", "cur_heap", "events", "failure",
+    __slots__ = ("cal", "claimer", "contexts", "cur", "events", "failure",
                  "failure_key", "handlers", "heads", "heaps", "leq", "limit",
                  "output_claimer", "overflow", "push", "runtime_limit_error", "sealed",
                  "slab", "snapshot", "state", "stats")
@@ -107,9 +107,8 @@ class WindowWorker:
         self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
         self.cal = CalendarBatch()
+        self.cur = -1  # the entity this thread runs (named if the thread gets stuck)
         self.sealed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.cur = -1
-        self.cur_heap: list[Event] = []
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
         self.push = self._push  # one bound method, made once, handed to contexts
@@ -153,10 +152,12 @@ class WindowWorker:
                 if heads[e] != NIL:
                     merge(e)
                 self.cur = e
-                self.cur_heap = heap
                 ctx = contexts[e]
                 if ctx._push is not push:  # a store costs reference-count traffic; a
                     ctx._push = push       # read does not, and most entities stay home
+                    # Events to itself go straight into the heap, with no Python frame
+                    # in between (the entity's heap is only ever run by its claimer).
+                    ctx._self_push = partial(_heappush, heap)
                     ctx.snapshot = snapshot
                 while heap and heap[0] < bound:
                     ev = pop(heap)
@@ -195,10 +196,9 @@ class WindowWorker:
         return self.failure_key
 
     def _push(self, ev: Event) -> None:
+        """An event for another entity (``ctx.emit`` routes events to the running entity
+        itself straight into its heap)."""
         target = ev[2]
-        if target == self.cur:
-            _heappush(self.cur_heap, ev)
-            return
         slab = self.slab
         try:
             h = slab.alloc()

@@ -103,7 +103,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
             d.clear()
         self._owner[:] = [False] * self.spec.n_entities
         for ctx in self._contexts:
-            ctx._push = self._coordinator_push
+            ctx._push = ctx._self_push = self._coordinator_push
 
     @property
     def pending(self) -> int:
@@ -165,7 +165,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
                         continue
                     owner[e] = True
                 ctx = contexts[e]
-                ctx._push = w.push
+                ctx._push = ctx._self_push = w.push
                 w.cur = e
                 mine = deferred[e]
                 if trace is not None:  # once per entity run, not per event

@@ -325,7 +325,8 @@ class OptimisticWorker:
             n = len(proc)
             ckpt = self.save(e, ctx) if n % k == 0 else None
             out: list[Event] = []
-            ctx._push = out.append  # emits are buffered until the handler returns
+            # emits (to itself or not) are buffered until the handler returns
+            ctx._push = ctx._self_push = out.append
             ctx.now = ev[0]
             ctx._seq = ev[1]
             self.cur = e
@@ -603,7 +604,7 @@ class OptimisticWorker:
         self.load(e, proc[j][1])
         ctx = self.contexts[e]
         handlers = self.handlers
-        ctx._push = _discard
+        ctx._push = ctx._self_push = _discard
         try:
             for m in range(j, i):
                 ev = proc[m][0]
@@ -619,7 +620,7 @@ class OptimisticWorker:
                         "on something besides its row, its RNG, the event and the snapshot)"
                     ) from exc
         finally:
-            ctx._push = _discard  # the next event sets its own buffer
+            ctx._push = ctx._self_push = _discard  # the next event sets its own buffer
         self.coasted += i - j
 
 
@@ -740,7 +741,7 @@ class OptimisticRuntime(ThreadedRuntime):
             w.worklist.clear()
             w.sched.clear()
         for ctx in self._contexts:
-            ctx._push = self._coordinator_push
+            ctx._push = ctx._self_push = self._coordinator_push
         self._block_binding()
 
     def _reset(self, seq: Any) -> Any:

@@ -95,7 +95,7 @@ class WindowedRuntime(ThreadedRuntime):
             heap.clear()
         self._calendar.clear()
         for ctx in self._contexts:
-            ctx._push = self._coordinator_push
+            ctx._push = ctx._self_push = self._coordinator_push
 
     @property
     def pending(self) -> int:
@@ -134,7 +134,7 @@ class WindowedRuntime(ThreadedRuntime):
         of events run. (SEER's worker loop inlines the same steps.)"""
         heap = self._heaps[e]
         ctx = self._contexts[e]
-        ctx._push = push
+        ctx._push = ctx._self_push = push
         handlers = self._handlers
         pop = heapq.heappop
         limit = self._event_limit
