@@ -30,7 +30,7 @@ from seer.errors import (
     event_of,
     tag_event,
 )
-from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, make_event, seq_origin
+from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, seq_origin
 from seer.model import (
     INIT_PARENT_SEQ,
     NO_SNAPSHOT,
@@ -49,6 +49,8 @@ from seer.trace import Trace
 __all__ = ["Runtime", "StepResult", "run_event", "step_limit_error"]
 
 _NEW, _READY, _FAILED, _BROKEN, _CLOSED = "new", "ready", "failed", "broken", "closed"
+_NO_KIND = object()  # no action kind checked yet
+_tuple_new = tuple.__new__  # Event without its keyword-handling constructor (a C call)
 
 
 @dataclass(slots=True)
@@ -134,6 +136,13 @@ class Runtime(ABC):
     @abstractmethod
     def _push_external(self, event: Event) -> None:
         """Queue an action/injected event (called on the caller's thread, between steps)."""
+
+    def _push_externals(self, events: list[Event]) -> None:
+        """Queue a step's action events (default: :meth:`_push_external` for each); the
+        coordinator runs this alone, so runtimes queue them in one batch where they can."""
+        push = self._push_external
+        for ev in events:
+            push(ev)
 
     @abstractmethod
     def _clear_events(self) -> None:
@@ -281,7 +290,7 @@ class Runtime(ABC):
         counters = self._external_counters
         for ev in events:
             counters[ev[2]] += 1
-            self._push_external(ev)
+        self._push_externals(events)
         self._run(t1)
         self._step_index += 1
         if self.model.strict_steps and self.pending:
@@ -345,28 +354,39 @@ class Runtime(ABC):
             raise ModelError(f"actions for model {spec.name!r} were rejected by its "
                              f"action_events(): {type(exc).__name__}: {exc}") from exc
         used: dict[int, int] = {}
-        events = []
+        events: list[Event] = []
+        append = events.append
+        kind_ids = spec.kind_ids
+        last_kind: Any = _NO_KIND  # the kind of the previous item, already checked
+        k = -1
         for item in items:
             try:
                 entity, kind, payload = item
             except (TypeError, ValueError):
                 raise ModelError(f"action_events() of model {spec.name!r} must yield "
                                  f"(entity, kind, payload) triples, got {item!r}") from None
-            if isinstance(entity, bool) or not isinstance(entity, (int, np.integer)) \
-                    or not 0 <= entity < n:
+            if entity.__class__ is not int:
+                if isinstance(entity, bool) or not isinstance(entity, (int, np.integer)):
+                    raise ModelError(f"action for entity {entity!r} of model {spec.name!r}: "
+                                     f"entity ids are integers in range({n})")
+                entity = int(entity)
+            if not 0 <= entity < n:
                 raise ModelError(f"action for entity {entity!r} of model {spec.name!r}: "
                                  f"entity ids are integers in range({n})")
-            entity = int(entity)
-            k = spec.kind_ids.get(kind) if isinstance(kind, (str, int)) else None
-            if k is None:
-                raise ModelError(f"action event kind {kind!r} is not a kind of model "
-                                 f"{spec.name!r} {spec.kinds!r}")
-            c = used.get(entity, counters[entity])
+            if kind is not last_kind:
+                k = kind_ids.get(kind) if isinstance(kind, (str, int)) else None
+                if k is None:
+                    raise ModelError(f"action event kind {kind!r} is not a kind of model "
+                                     f"{spec.name!r} {spec.kinds!r}")
+                last_kind = kind
+            c = used.get(entity)
+            if c is None:
+                c = counters[entity]
             if c >= COUNTER_LIMIT:
                 raise ModelError(f"more than {COUNTER_LIMIT} external events for entity "
                                  f"{entity} in one episode")
             used[entity] = c + 1
-            events.append(make_event(t0, (entity << ORIGIN_SHIFT) | c, entity, k, payload))
+            append(_tuple_new(Event, (t0, (entity << ORIGIN_SHIFT) | c, entity, k, payload)))
         return events
 
     @property

@@ -154,7 +154,11 @@ class LeqWorker:
         if not 0 <= entity < self._n:
             self._check(entity)
         nxt = self._next
-        expected = NIL  # guess "empty": right for most pushes, and a miss costs one retry
+        # First guess: the top as a plain read shows it. The CAS checks it, so a stale
+        # read costs one retry and nothing else; nothing is read through the handle. (A
+        # blind guess of "empty" missed for about a quarter of the pushes on random
+        # targets, each miss a second foreign call.)
+        expected = self.heads[entity]
         if self._base is not None:
             s, sa, cas = self._s, self._sa, self._cas
             addr = self._base + 8 * entity

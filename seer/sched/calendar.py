@@ -120,6 +120,13 @@ class Calendar:
         """One entry (kept pending until the next :meth:`head` / :meth:`pop_ready`)."""
         self._pending.add(tau, seq, entity)
 
+    def add_many(self, tau: list[float], seq: list[int], entity: list[int]) -> None:
+        """Entries given as three parallel lists (kept pending, as :meth:`add`)."""
+        p = self._pending
+        p.tau += tau
+        p.seq += seq
+        p.entity += entity
+
     def extend(self, batch: CalendarBatch) -> None:
         """All of ``batch``'s entries (the batch is left as it is)."""
         p = self._pending

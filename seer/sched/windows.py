@@ -90,6 +90,13 @@ class WindowedRuntime(ThreadedRuntime):
     def _push_external(self, event: Event) -> None:
         self._coordinator_push(event)
 
+    def _push_externals(self, events: list[Event]) -> None:
+        heaps, push = self._heaps, _heappush
+        for ev in events:
+            push(heaps[ev[2]], ev)
+        self._calendar.add_many([ev[0] for ev in events], [ev[1] for ev in events],
+                                [ev[2] for ev in events])
+
     def _clear_events(self) -> None:
         for heap in self._heaps:
             heap.clear()

@@ -11,7 +11,9 @@ def _result(speedup: float, cpu: float, lead: float) -> dict:
     runtimes = {"serial": rt(1.0, 1), "seer(2)": rt(1.0 / speedup, 2, speedup, cpu),
                 "static(2)": rt(lead / speedup, 2), "static-block(2)": rt(lead / speedup, 2),
                 "global(2)": rt(lead / speedup, 2), "optimistic(2)": rt(lead / speedup, 2)}
-    workloads = {key: {"entities": 10, "runtimes": runtimes}
+    workloads = {key: {"entities": 10, "runtimes": runtimes,
+                       "ceiling": {"wall_s": [1.0, 1.0], "cpu_s": [1.0, 1.0], "speedup": 1.8,
+                                   "cpu_ratio": 1.12}}
                  for key in ("pcs", "pcs20", "bench10", "bench5", "pcs_gain0", "pcs_gain8")}
     return {"workloads": workloads, "command": "x", "rounds": 2, "steps": 1,
             "capacity_before": 2.0, "capacity_after": 2.0}
@@ -23,12 +25,16 @@ def test_goals_met_and_missed():
     missed = goal_rows(_result(speedup=0.9, cpu=1.3, lead=0.9))
     assert [r[3] for r in missed] == ["**no**"] * len(GOALS)
     assert missed[1][2] == "1.30" and missed[6][2] == "0.90"
+    # the ceiling of two threads sits beside the speed-up and CPU goals only
+    assert [r[4] for r in missed[:2]] == ["1.80", "1.12"] and missed[6][4] == "-"
 
 
 def test_a_workload_not_measured_is_said():
     result = _result(1.7, 1.0, 1.1)
     del result["workloads"]["bench5"]
     rows = goal_rows(result)
-    assert rows[5][2:] == ["not measured", "-"]
+    assert rows[5][2:] == ["not measured", "-", "-"]
+    del result["workloads"]["pcs"]["ceiling"]  # results recorded before the ceiling existed
+    assert goal_rows(result)[2][4] == "-"
     assert any("BenchModel 10 µs" in line for line in section(result))
     assert section(None)[2].startswith("Not measured")
