@@ -145,7 +145,11 @@ class FastAccessor:
         self.path = "fast"
         self._words = words  # keeps the buffer alive
         self.base = words.address
-        self.fn_load, self.fn_store, self.fn_exchange, self.fn_cas, self.fn_fetch_add = table
+        # This accessor's own function objects, made on the thread that makes it: one
+        # cffi object called from two threads would have its reference count contended
+        # on every load (docs/performance.md).
+        self.fn_load, self.fn_store, self.fn_exchange, self.fn_cas, self.fn_fetch_add = (
+            ffi.cast(signature, address) for signature, address in table)
         self.scratch = ffi.new("int64_t[4]")
         self.scratch_addr = int(ffi.cast("intptr_t", self.scratch))
 
@@ -184,9 +188,9 @@ _table: list = []
 
 
 def _fast_table() -> tuple:
-    """``(ffi, (load, store, exchange, cmpxchg_strong, fetch_add))`` as cffi function
-    pointers, made once per process from ``atomics``' own op table. The cffi function
-    objects are immutable and safe to call from any thread."""
+    """``(ffi, (load, store, exchange, cmpxchg_strong, fetch_add))`` as ``(cffi signature,
+    address)`` pairs, read once per process from ``atomics``' own op table; each accessor
+    casts its own function objects from them."""
     with _table_lock:
         if not _table:
             import cffi
@@ -195,11 +199,11 @@ def _fast_table() -> tuple:
             ops = Patomic.ops(8)
             ffi = cffi.FFI()
 
-            def fn(pointer: object, signature: str) -> object:
+            def fn(pointer: object, signature: str) -> tuple[str, int]:
                 address = ctypes.cast(pointer, ctypes.c_void_p).value
                 if not address:
                     raise RuntimeError(f"patomic provides no {signature} for 8-byte words")
-                return ffi.cast(signature, address)
+                return signature, address
 
             _table.append((ffi, (
                 fn(ops.fp_load, "void(*)(intptr_t, int, intptr_t)"),
