@@ -179,6 +179,14 @@ class ArenaSlab:
             self.arena._give_batch(self._free)
             self._free = []
 
+    def store(self, event: Event) -> int:
+        """A new record holding ``event`` (:meth:`alloc` + :meth:`write_event` in one call);
+        raises :class:`ArenaFullError` when none is left."""
+        free = self._free
+        h = free.pop() if free else self.alloc()
+        self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK] = event
+        return h
+
     def write_event(self, h: int, event: Event) -> None:
         """Fill record ``h`` (not yet published: no other thread may see ``h``)."""
         self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK] = event

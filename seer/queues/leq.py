@@ -145,8 +145,23 @@ class LeqWorker:
             raise IndexError(f"LEQ of entity {entity} out of range({self._n})")
 
     def push(self, entity: int, h: int) -> None:
-        """Publish record ``h`` (already written) to ``entity``'s intake."""
-        self.push_chain(entity, h, h)
+        """Publish record ``h`` (already written) to ``entity``'s intake: :meth:`push_chain`
+        for a chain of one, written out because it is the hot case (a frame less)."""
+        if self._base is None or not 0 <= entity < self._n:
+            self.push_chain(entity, h, h)
+            return
+        nxt, s, sa, cas = self._next, self._s, self._sa, self._cas
+        addr = self._base + 8 * entity
+        expected = self.heads[entity]  # a guess the CAS checks (see push_chain)
+        while True:
+            nxt[h] = expected
+            s[0] = expected
+            s[1] = h
+            # as in push_chain: success releases the record, failure acquires the top
+            if cas(addr, sa, sa + 8, ACQ_REL, ACQUIRE):
+                return
+            expected = s[0]
+            self.cas_retries += 1
 
     def push_chain(self, entity: int, first: int, last: int) -> None:
         """Publish the chain ``first -> ... -> last`` (linked through ``next``) with one

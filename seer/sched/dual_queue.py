@@ -84,9 +84,9 @@ class WindowWorker:
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
     __slots__ = ("cal", "claimer", "contexts", "cur", "events", "failure",
-                 "failure_key", "handlers", "heads", "heaps", "leq", "limit",
+                 "failure_key", "handlers", "heads", "heaps", "leq", "leq_push", "limit",
                  "output_claimer", "overflow", "push", "runtime_limit_error", "sealed",
-                 "slab", "snapshot", "state", "stats")
+                 "slab", "snapshot", "state", "stats", "store")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
@@ -103,6 +103,7 @@ class WindowWorker:
         self.leq = leq
         self.heads = leq.heads  # plain view of the intake heads (see run_entities)
         self.slab = leq.slab
+        self.store, self.leq_push = leq.slab.store, leq.push  # the cross-event path's two calls
         self.claimer = claimer  # the assignment's claimer (windows)
         self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
@@ -199,16 +200,14 @@ class WindowWorker:
         """An event for another entity (``ctx.emit`` routes events to the running entity
         itself straight into its heap)."""
         target = ev[2]
-        slab = self.slab
         try:
-            h = slab.alloc()
+            h = self.store(ev)
         except ArenaFullError:
             # No record free: the coordinator places the event after the window (it is
             # for a later window, so nothing runs late). Slower, never wrong.
             self.overflow.append(ev)
         else:
-            slab.write_event(h, ev)
-            self.leq.push(target, h)
+            self.leq_push(target, h)
         cal = self.cal
         cal.tau.append(ev[0])
         cal.seq.append(ev[1])
