@@ -24,11 +24,20 @@ or a new temporary directory that is kept). The table gives, per benchmark (name
 normalised so that ``seer:2`` and ``seer(2)`` match), the median time of A and of B over
 all values, and the ratio B/A of the per-round medians: its median over rounds and its
 range.
+
+``--cpu RUNTIME [RUNTIME ...]`` compares CPU time as well as wall time, which pyperf does
+not record: each round runs ``bench/steptime.py`` (this checkout's copy, with each
+revision's packages) once per runtime and revision, every runtime in a fresh process,
+A and B alternating; the other arguments go to ``steptime.py``:
+
+    .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 4 --cpu serial seer:2 \
+        --workload pcs --entities 1600 --cost 120 --steps 10
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -141,6 +150,58 @@ def compare(commits: list[str], rounds: int, args: list[str], results: Path) -> 
     return loaded
 
 
+def run_steptime(worktree: Path, args: list[str]) -> dict:
+    """One ``bench/steptime.py`` run (this checkout's file) with ``worktree``'s packages."""
+    cmd = [sys.executable, str(ROOT / "bench" / "steptime.py"), *args]
+    proc = subprocess.run(cmd, cwd=worktree, env=worktree_env(worktree), capture_output=True,
+                          text=True)
+    if proc.returncode:
+        raise RuntimeError(f"steptime failed in {worktree} (exit {proc.returncode}):\n"
+                           f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def compare_cpu(commits: list[str], rounds: int, runtimes: list[str],
+                args: list[str]) -> list[list[dict[str, tuple[float, float]]]]:
+    """Every round of the ``--cpu`` mode; per revision (a, b), per round, ``runtime ->
+    (wall, cpu)`` seconds per step."""
+    loaded: list[list[dict[str, tuple[float, float]]]] = [[], []]
+    with worktrees(commits) as trees:
+        for tree in trees:
+            check_imports(tree)
+        for r in range(rounds):
+            got: list[dict[str, tuple[float, float]]] = [{}, {}]
+            for k, runtime in enumerate(runtimes):
+                # alternate which revision goes first, over runtimes and rounds
+                for i in (0, 1) if (r + k) % 2 == 0 else (1, 0):
+                    res = run_steptime(trees[i], [*args, "--runtime", runtime])
+                    got[i][res["runtime"]] = (res["wall_s"], res["cpu_s"])
+            for i in (0, 1):
+                loaded[i].append(got[i])
+            print(f"[compare] round {r + 1} of {rounds} done", flush=True)
+    return loaded
+
+
+def format_cpu_table(a: list[dict[str, tuple[float, float]]],
+                     b: list[dict[str, tuple[float, float]]]) -> list[str]:
+    """Per runtime: median wall and CPU per step of A and B, and B/A per round (median
+    over rounds, and range), with the wall verdict."""
+    rows = []
+    for name in a[0]:
+        cells = [name]
+        for j in (0, 1):  # wall, then CPU
+            ratios = [rb[name][j] / ra[name][j] for ra, rb in zip(a, b, strict=True)]
+            ratio = statistics.median(ratios)
+            cells += [_seconds(statistics.median(ra[name][j] for ra in a)),
+                      _seconds(statistics.median(rb[name][j] for rb in b)),
+                      f"{ratio:.3f} ({min(ratios):.3f}-{max(ratios):.3f})"]
+            if j == 0:
+                wall_verdict = verdict(ratio, min(ratios), max(ratios))
+        rows.append([*cells, wall_verdict])
+    return table(["runtime", "A wall", "B wall", "B/A wall", "A CPU", "B CPU", "B/A CPU",
+                  "verdict (wall)"], rows)
+
+
 class Row(NamedTuple):
     """One benchmark: median seconds of A and B over all values, and the ratio B/A of the
     per-round medians (median over rounds, lowest and highest round)."""
@@ -210,6 +271,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=3, help="paired rounds (default 3)")
     parser.add_argument("--results", type=Path, default=None,
                         help="directory for the pyperf files (default: a new temporary one)")
+    parser.add_argument("--cpu", nargs="+", metavar="RUNTIME", default=None,
+                        help="compare wall and CPU time of these runtimes with "
+                        "bench/steptime.py instead of pyperf (other arguments go to it)")
     return parser
 
 
@@ -219,6 +283,9 @@ def main(argv: list[str] | None = None) -> None:
     flags = {a.split("=", 1)[0] for a in bench_args}
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
+    if args.cpu:
+        _main_cpu(parser, args, bench_args)
+        return
     if flags & OWN_FLAGS:
         parser.error(f"{sorted(flags & OWN_FLAGS)} are set by bench.compare (see --results)")
     if not flags & SHAPE_FLAGS:
@@ -243,6 +310,23 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(format_table(rows)))
     if unpaired:
         print(f"\nnot in every run of both revisions (left out): {', '.join(unpaired)}")
+
+
+def _main_cpu(parser: argparse.ArgumentParser, args: argparse.Namespace,
+              steptime_args: list[str]) -> None:
+    try:
+        commits = [git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+                   for rev in (args.rev_a, args.rev_b)]
+    except subprocess.CalledProcessError:
+        parser.error(f"{args.rev_a!r} or {args.rev_b!r} is not a commit of {ROOT}")
+    try:
+        a, b = compare_cpu(commits, args.rounds, args.cpu, steptime_args)
+    except RuntimeError as e:
+        sys.exit(f"[compare] {e}")
+    print(f"\nA = {args.rev_a} ({commits[0][:10]}), B = {args.rev_b} ({commits[1][:10]}); "
+          f"{args.rounds} rounds of bench/steptime.py {' '.join(steptime_args)}, each "
+          "runtime in a fresh process; per step\n")
+    print("\n".join(format_cpu_table(a, b)))
 
 
 if __name__ == "__main__":

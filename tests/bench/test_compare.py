@@ -72,3 +72,38 @@ def test_compare_rejects_bad_arguments(args, message):
     proc = subprocess.run([sys.executable, "-m", "bench.compare", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_cpu_table_pairs_wall_and_cpu_per_round():
+    from bench.compare import format_cpu_table
+
+    # B halves the wall time and keeps the CPU time, in both rounds (round 2 on a slower host)
+    a = [{"seer(2)": (2.0, 4.0)}, {"seer(2)": (4.0, 8.0)}]
+    b = [{"seer(2)": (1.0, 4.0)}, {"seer(2)": (2.0, 8.0)}]
+    lines = format_cpu_table(a, b)
+    assert lines[0].startswith("| runtime | A wall | B wall | B/A wall | A CPU |")
+    assert lines[2] == ("| seer(2) | 3 s | 1.5 s | 0.500 (0.500-0.500) | 6 s | 6 s | "
+                        "1.000 (1.000-1.000) | B faster (50 %) |")
+
+
+def test_steptime_reads_runtime_labels():
+    import argparse
+
+    from bench.steptime import parse_runtime_arg
+
+    assert parse_runtime_arg("seer:2") == ("seer", 2)
+    assert parse_runtime_arg("static-block(4)") == ("static-block", 4)
+    assert parse_runtime_arg("serial") == ("serial", 1)
+    with pytest.raises(argparse.ArgumentTypeError, match="runtime 'seer 2'"):
+        parse_runtime_arg("seer 2")
+
+
+def test_compare_cpu_head_with_head():
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.compare", "HEAD", "HEAD", "--rounds", "1", "--cpu",
+         "serial", "seer:2", "--workload", "pcs", "--entities", "16", "--cost", "1",
+         "--steps", "1", "--warmup", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("serial(1)", "seer(2)"):
+        assert re.search(rf"^\| {re.escape(name)} \| [\d.]+ \w?s \|", proc.stdout, re.MULTILINE)
