@@ -55,6 +55,30 @@ class Holder:
         return self.x
 
 
+class HookHolder:
+    """State arrays read through a ``__getattr__`` hook (how ``StateArrays`` used to work)."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_arrays", {"busy": np.zeros(4)})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._arrays[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class PlainHolder:
+    """The same array as a plain instance attribute (how ``StateArrays`` works now)."""
+
+    def __init__(self) -> None:
+        self.busy = np.zeros(4)
+
+
+#: A module-level float made at run time, as ``math.inf`` is.
+RUNTIME_FLOAT = float("inf")
+
+
 class _Tick(seer.Model):
     """One entity, one kind: enough to build a real :class:`seer.Context`."""
 
@@ -118,6 +142,22 @@ OPS: dict[str, Op] = {
                     "`ctx.row.field += 1`: a read, a numpy add and a write"),
     "ctx_emit": Op(_context, "c = s", "c.emit(0, 1.0, 0)",
                    "`ctx.emit` to the entity itself, the push not counted"),
+    "module_float": Op(Holder, "", "RUNTIME_FLOAT",
+                       "a module-level float made at run time (`math.inf`): every thread "
+                       "counts references to the one object"),
+    "np_func_load": Op(Holder, "", "np.sin",
+                       "`np.sin` looked up on the module (a ufunc is not immortal); a "
+                       "default argument `_sin=np.sin` is a local load"),
+    "array_slice": Op(Holder, "a = s.floats", "a[:8]",
+                      "a view of an array counts a reference to its base: slice arrays "
+                      "your thread made, not one module-level array"),
+    "getattr_hook": Op(HookHolder, "o = s", "o.busy",
+                       "an attribute served by `__getattr__` (every load calls the hook)"),
+    "plain_attr": Op(PlainHolder, "o = s", "o.busy",
+                     "the same attribute stored on the instance (`StateArrays` now)"),
+    "row_store": Op(_row, "row = s", "row.busy = 3",
+                    "a store through a property of a class two threads share (each thread "
+                    "now makes its own row class)"),
 }
 
 
@@ -126,7 +166,8 @@ def loop_function(op: Op) -> Callable[[Any, int], None]:
     body = "; ".join([op.stmt] * UNROLL)
     source = (f"def run(s, loops):\n    {op.prelude}\n"
               f"    for _ in range(loops):\n        {body}\n")
-    namespace: dict[str, Any] = {"np": np, "math": __import__("math")}
+    namespace: dict[str, Any] = {"np": np, "math": __import__("math"),
+                                 "RUNTIME_FLOAT": RUNTIME_FLOAT}
     exec(source, namespace)
     return namespace["run"]
 
