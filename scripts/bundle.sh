@@ -7,7 +7,7 @@
 #                               tkinter, turtle, caches; debug symbols removed), plus a few
 #                               shared libraries it links against, used only where the
 #                               target machine lacks them
-#   dist/bundle/wheels/         numpy, atomics, cffi, pyperf, tqdm, setuptools (to install
+#   dist/bundle/wheels/         numpy, atomics, cffi, threadpoolctl, pyperf, tqdm, setuptools (to install
 #                               the project offline) and, if everything still fits,
 #                               matplotlib: the versions installed in .venv, for cp314t
 #   dist/bundle/run.sh          unpack, make a venv, install the wheels and the project
@@ -28,7 +28,7 @@ LIMIT_MIB=60
 MATPLOTLIB=auto  # auto: include it unless the bundle would exceed LIMIT_MIB
 WRITE_RUN_SH=
 # What the study needs; matplotlib (and what only it needs) is added after these.
-CORE_PACKAGES=(numpy atomics cffi pyperf tqdm setuptools)
+CORE_PACKAGES=(numpy atomics cffi threadpoolctl pyperf tqdm setuptools)
 # Shared libraries of the standard library's extension modules that a minimal Linux
 # image may lack; run.sh puts them on LD_LIBRARY_PATH only if an import fails without.
 FALLBACK_LIBS=(libffi.so.8 libz.so.1 libssl.so.3 libcrypto.so.3 liblzma.so.5 libbz2.so.1.0

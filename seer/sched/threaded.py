@@ -12,7 +12,9 @@ runtime hierarchy"). It owns
   sets and every thread reads between chunks of work, so a window stops early after an
   error or Ctrl-C (a stale read only costs one more chunk);
 * Ctrl-C handling: while ``reset``/``step`` run, SIGINT is deferred to a safe point
-  (:mod:`seer.sched.interrupts`).
+  (:mod:`seer.sched.interrupts`);
+* BLAS's own threads: while ``reset``/``step`` run, BLAS is capped at
+  :attr:`ThreadedRuntime.blas_threads` threads (:mod:`seer.sched.blas`).
 
 Subclasses supply the event machinery of :class:`~seer.runtime.Runtime` and
 ``_resize_threads``.
@@ -29,6 +31,7 @@ from seer.errors import ModelError
 from seer.model import Model
 from seer.platform import warn_if_gil_enabled
 from seer.runtime import Runtime
+from seer.sched.blas import blas_cap
 from seer.sched.interrupts import deferred_interrupt
 from seer.sched.pool import WorkerPool
 
@@ -59,6 +62,7 @@ class ThreadedRuntime(Runtime):
         self._abort = False
         self._interrupted = False
         self._give_up_after = 2
+        self._blas_threads: int | None = 1
         self._pool: WorkerPool | None = None
         self._finalizer: weakref.finalize | None = None
         self.windows_run = 0
@@ -70,6 +74,19 @@ class ThreadedRuntime(Runtime):
     @property
     def threads(self) -> int:
         return self._threads
+
+    @property
+    def blas_threads(self) -> int | None:
+        """BLAS threads while ``reset``/``step`` run (default 1; None: BLAS as it is set
+        outside); restored when the call returns. See :mod:`seer.sched.blas`."""
+        return self._blas_threads
+
+    @blas_threads.setter
+    def blas_threads(self, value: int | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise ModelError(f"blas_threads must be an int >= 1 or None, got {value!r}")
+        self._blas_threads = value
 
     def _thread_name(self) -> str:
         """Prefix of this runtime's thread names: runtime, assignment, model."""
@@ -154,7 +171,7 @@ class ThreadedRuntime(Runtime):
         :meth:`_abandon`)."""
         self._interrupted = False
         try:
-            with deferred_interrupt(self._on_interrupt) as deferral:
+            with blas_cap(self._blas_threads), deferred_interrupt(self._on_interrupt) as deferral:
                 # With the deferral active, the first KeyboardInterrupt the pool sees is
                 # already the user's second Ctrl-C.
                 self._give_up_after = 1 if deferral.active else 2
