@@ -18,7 +18,8 @@ the machine's parallel capacity (:func:`bench.bench_capacity.capacity_now`) befo
 after, because a shared host may take one core away at any time.
 
 Each round also runs the workload's *ceiling*: two independent serial runs (each its own
-model and runtime) stepping at once on two threads of this process. They share nothing
+model and runtime) stepping at once on two threads of this process, with BLAS capped at
+one thread as the parallel runtimes cap it. They share nothing
 but the interpreter and the libraries, so the CPU each one costs over a lone serial run
 is what free-threaded CPython and numpy charge any two threads running this model's
 handlers, and twice the lone run's time over the pair's is the most a 2-thread runtime
@@ -43,6 +44,7 @@ from bench.bench_runtimes import make_model
 from bench.labels import parse_runtime
 from bench.markdown import table
 from seer.cli import interpreter_facts
+from seer.sched.blas import blas_cap
 
 __all__ = ["GOALS", "WORKLOADS", "main", "measure", "section"]
 
@@ -163,13 +165,15 @@ def _independent_pair(pair: list[Any], actions: list[Any], steps: int) -> tuple[
             failures.append(exc)
 
     threads = [threading.Thread(target=run, args=(i,), name=f"ceiling-{i}") for i in (0, 1)]
-    for t in threads:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
+    # BLAS held at one thread, as the parallel runtimes hold it while they step
+    with blas_cap(1):
+        for t in threads:
+            t.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t0
     if failures:
         raise failures[0]
     return wall / steps, sum(cpu) / 2 / steps
