@@ -144,30 +144,14 @@ class LeqWorker:
         if not 0 <= entity < self._n:
             raise IndexError(f"LEQ of entity {entity} out of range({self._n})")
 
-    def push(self, entity: int, h: int) -> None:
-        """Publish record ``h`` (already written) to ``entity``'s intake: :meth:`push_chain`
-        for a chain of one, written out because it is the hot case (a frame less)."""
-        if self._base is None or not 0 <= entity < self._n:
-            self.push_chain(entity, h, h)
-            return
-        nxt, s, sa, cas = self._next, self._s, self._sa, self._cas
-        addr = self._base + 8 * entity
-        expected = self.heads[entity]  # a guess the CAS checks (see push_chain)
-        while True:
-            nxt[h] = expected
-            s[0] = expected
-            s[1] = h
-            # as in push_chain: success releases the record, failure acquires the top
-            if cas(addr, sa, sa + 8, ACQ_REL, ACQUIRE):
-                return
-            expected = s[0]
-            self.cas_retries += 1
-
-    def push_chain(self, entity: int, first: int, last: int) -> None:
+    def push_chain(self, entity: int, first: int, last: int = NIL) -> None:
         """Publish the chain ``first -> ... -> last`` (linked through ``next``) with one
-        successful CAS. The chain's records must all be for ``entity``."""
+        successful CAS. The chain's records must all be for ``entity``. Without ``last``
+        the chain is the one record ``first`` (:meth:`push`)."""
         if not 0 <= entity < self._n:
             self._check(entity)
+        if last == NIL:
+            last = first
         nxt = self._next
         # First guess: the top as a plain read shows it. The CAS checks it, so a stale
         # read costs one retry and nothing else; nothing is read through the handle. (A
@@ -197,6 +181,10 @@ class LeqWorker:
                 return
             expected = observed
             self.cas_retries += 1
+
+    #: ``push(entity, h)``: publish record ``h`` (already written) to ``entity``'s intake,
+    #: the hot case of :meth:`push_chain` (the same function: one frame per push).
+    push = push_chain
 
     def take(self, entity: int) -> int:
         """Detach ``entity``'s whole intake; returns the chain's first handle or NIL."""
