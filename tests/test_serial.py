@@ -132,7 +132,7 @@ def test_row_assignment_writes_through_and_snapshot_is_read_only():
     assert rt.state.v[0].tolist() == [1.0, 2.0]
     with pytest.raises(ValueError, match="read-only"):
         rt.state.x[0] = 1
-    with pytest.raises(AttributeError, match="has no attribute .y."):
+    with pytest.raises(AttributeError, match=r"has no attribute 'y'"):
         _ = rt.state.y
 
 
