@@ -104,6 +104,7 @@ def _caller_outside_seer() -> int:
 #: the test suite's GIL guard imports the modules (none may re-enable the GIL).
 PACKAGES = (
     ("numpy", "numpy"), ("atomics", "atomics"), ("cffi", "cffi"),
+    ("threadpoolctl", "threadpoolctl"),
     ("torch", "torch"), ("xgboost", "xgboost"),
     ("pettingzoo", "pettingzoo"), ("gymnasium", "gymnasium"), ("scipy", "scipy"),
     ("pyperf", "pyperf"), ("matplotlib", "matplotlib"), ("tqdm", "tqdm"),
