@@ -60,11 +60,6 @@ class SerialRuntime(Runtime):
     def _push_external(self, event: Event) -> None:
         heapq.heappush(self._heap, event)
 
-    def _push_externals(self, events: list[Event]) -> None:
-        heap, push = self._heap, heapq.heappush
-        for ev in events:
-            push(heap, ev)
-
     def _clear_events(self) -> None:
         self._heap.clear()
         self._payload_copies.clear()

@@ -129,20 +129,12 @@ class Calendar:
 
     def extend(self, batch: CalendarBatch) -> None:
         """All of ``batch``'s entries (the batch is left as it is)."""
-        p = self._pending
-        p.tau += batch.tau
-        p.seq += batch.seq
-        p.entity += batch.entity
+        self.add_many(batch.tau, batch.seq, batch.entity)
 
     def extend_sorted(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
         """Entries given as arrays sorted by ``tau`` (:meth:`CalendarBatch.take_sorted`)."""
-        n = len(entity)
-        if n == 0:
-            return
-        if n < SMALL:
-            push, heap = heapq.heappush, self._heap
-            for entry in zip(tau.tolist(), seq.tolist(), entity.tolist(), strict=True):
-                push(heap, entry)
+        if len(entity) < SMALL:  # a few entries: pending, for the heap level
+            self.add_many(tau.tolist(), seq.tolist(), entity.tolist())
         else:
             self._push_run(_Run(tau, seq, entity))
 
