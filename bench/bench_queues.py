@@ -24,13 +24,28 @@ from seer.queues import AtomicWords, LocalEventQueues, ParallelExecutiveList, fa
 CONTENDED_THREADS = 2
 
 
-def on_threads(n: int, body: Callable[[int, int], None], loops: int) -> float:
-    """Run ``body(thread_index, loops)`` on ``n`` threads started together; wall seconds."""
+def on_threads(n: int, body: Callable[[int, int], None], loops: int,
+               setup: Callable[[int], None] | None = None) -> float:
+    """Run ``body(thread_index, loops)`` on ``n`` threads started together; wall seconds
+    from the start to the last thread's end. ``setup(thread_index)`` runs on each thread
+    before the start, untimed. The first exception of a setup or body is raised here once
+    every thread has ended (a failed setup cancels every body)."""
     barrier = threading.Barrier(n + 1)
+    errors: list[BaseException] = []
 
     def run(i: int) -> None:
-        barrier.wait()
-        body(i, loops)
+        try:
+            if setup is not None:
+                setup(i)
+        except BaseException as exc:
+            errors.append(exc)
+        barrier.wait()  # met even after a failed setup: the caller waits on it
+        if errors:
+            return
+        try:
+            body(i, loops)
+        except BaseException as exc:
+            errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     for t in threads:
@@ -39,7 +54,10 @@ def on_threads(n: int, body: Callable[[int, int], None], loops: int) -> float:
     t0 = time.perf_counter()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return wall
 
 
 # -- atomics -----------------------------------------------------------------------------------

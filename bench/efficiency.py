@@ -33,13 +33,13 @@ import json
 import shlex
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import seer
 from bench.bench_capacity import capacity_now
+from bench.bench_queues import on_threads
 from bench.bench_runtimes import make_model
 from bench.labels import parse_runtime
 from bench.markdown import table
@@ -142,40 +142,21 @@ def _independent_pair(pair: list[Any], actions: list[Any], steps: int) -> tuple[
     """Step two independent serial runtimes at once, one per thread, ``steps`` steps after
     a reset and a warm-up step each: the pair's wall seconds per step, and the mean thread
     CPU seconds per step of one run."""
-    start = threading.Barrier(3)
     cpu = [0.0, 0.0]
-    failures: list[BaseException] = []
 
-    def run(i: int) -> None:
-        rt = pair[i]
-        try:
-            rt.reset(seed=0)
-            rt.step(actions[0])
-        except BaseException as exc:  # still meet the barrier: the main thread waits on it
-            failures.append(exc)
-        start.wait()
-        if failures:
-            return
-        try:
-            c0 = time.thread_time()
-            for t in range(steps):
-                rt.step(actions[t + 1])
-            cpu[i] = time.thread_time() - c0
-        except BaseException as exc:
-            failures.append(exc)
+    def warm_up(i: int) -> None:
+        pair[i].reset(seed=0)
+        pair[i].step(actions[0])
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"ceiling-{i}") for i in (0, 1)]
+    def timed(i: int, n: int) -> None:
+        c0 = time.thread_time()
+        for t in range(n):
+            pair[i].step(actions[t + 1])
+        cpu[i] = time.thread_time() - c0
+
     # BLAS held at one thread, as the parallel runtimes hold it while they step
     with blas_cap(1):
-        for t in threads:
-            t.start()
-        start.wait()
-        t0 = time.perf_counter()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
-    if failures:
-        raise failures[0]
+        wall = on_threads(2, timed, steps, setup=warm_up)
     return wall / steps, sum(cpu) / 2 / steps
 
 
