@@ -39,9 +39,10 @@ __all__ = ["NIL", "ArenaFullError", "ArenaSlab", "EventArena", "HandleError"]
 
 #: The null handle: ends an intake chain and marks an empty intake.
 NIL = -1
-_SIDE_CHUNK_BITS = 10
-_SIDE_CHUNK = 1 << _SIDE_CHUNK_BITS
-_SIDE_MASK = _SIDE_CHUNK - 1
+#: Record ``h``'s side-table slot is ``side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK]``.
+SIDE_CHUNK_BITS = 10
+_SIDE_CHUNK = 1 << SIDE_CHUNK_BITS
+SIDE_MASK = _SIDE_CHUNK - 1
 
 
 class ArenaFullError(SeerError, RuntimeError):
@@ -134,7 +135,7 @@ class ArenaSlab:
     def __init__(self, arena: EventArena) -> None:
         self.arena = arena
         self.capacity = arena.capacity
-        self._free: list[int] = []
+        self._free: list[int] = []  # one list for the slab's life (see free_list)
         self._high = 2 * arena.batch
         self._side = arena._side
         r = arena.regions["ev_next"]
@@ -148,6 +149,32 @@ class ArenaSlab:
 
     def free_count(self) -> int:
         return len(self._free)
+
+    # The LEQ worker of this slab inlines store and consume on its hot path: it holds
+    # these three and keeps to the same rules (the object behind ``free_list`` never
+    # changes; a free list longer than ``high`` is trimmed).
+    @property
+    def free_list(self) -> list[int]:
+        """The free handles (a ``pop`` takes one; an ``append`` frees one)."""
+        return self._free
+
+    @property
+    def side(self) -> list[list[Any]]:
+        """The arena's side table: record ``h`` is ``side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK]``."""
+        return self._side
+
+    @property
+    def high(self) -> int:
+        """Above this many free handles the slab gives batches back (:meth:`trim`)."""
+        return self._high
+
+    def trim(self) -> None:
+        """Give batches back to the pool until at most :attr:`high` handles are free."""
+        free, batch = self._free, self.arena.batch
+        while len(free) > self._high:
+            handles = free[-batch:]
+            del free[-batch:]
+            self.arena._give_batch(handles)
 
     def alloc(self) -> int:
         """A free handle; raises :class:`ArenaFullError` when none is left anywhere."""
@@ -168,46 +195,44 @@ class ArenaSlab:
         free = self._free
         free.append(h)
         if len(free) > self._high:
-            batch = free[-self.arena.batch:]
-            del free[-self.arena.batch:]
-            self.arena._give_batch(batch)
+            self.trim()
 
     def release(self) -> None:
         """Give every free record this slab holds back to the pool (when the slab's thread
         goes away, e.g. on a resize). The slab stays usable."""
         if self._free:
-            self.arena._give_batch(self._free)
-            self._free = []
+            self.arena._give_batch(self._free[:])
+            self._free.clear()
 
     def store(self, event: Event) -> int:
         """A new record holding ``event`` (:meth:`alloc` + :meth:`write_event` in one call);
         raises :class:`ArenaFullError` when none is left."""
         free = self._free
         h = free.pop() if free else self.alloc()
-        self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK] = event
+        self._side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK] = event
         return h
 
     def write_event(self, h: int, event: Event) -> None:
         """Fill record ``h`` (not yet published: no other thread may see ``h``)."""
-        self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK] = event
+        self._side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK] = event
 
     def write(self, h: int, tau: float, seq: int, target: int, kind: int,
               payload: Any = None) -> None:
         """Fill record ``h`` with the event ``(tau, seq, target, kind, payload)``."""
-        self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK] = make_event(tau, seq, target, kind,
+        self._side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK] = make_event(tau, seq, target, kind,
                                                                       payload)
 
     def read(self, h: int) -> Event:
         """Record ``h``'s event (the record stays allocated)."""
         if not 0 <= h < self.capacity:
             raise HandleError(f"event handle {h} out of range({self.capacity})")
-        return self._side[h >> _SIDE_CHUNK_BITS][h & _SIDE_MASK]
+        return self._side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK]
 
     def consume(self, h: int) -> Event:
         """Record ``h``'s event; the record is cleared and freed into this slab."""
-        chunk = self._side[h >> _SIDE_CHUNK_BITS]
-        event = chunk[h & _SIDE_MASK]
-        chunk[h & _SIDE_MASK] = None  # the arena must not keep the payload alive
+        chunk = self._side[h >> SIDE_CHUNK_BITS]
+        event = chunk[h & SIDE_MASK]
+        chunk[h & SIDE_MASK] = None  # the arena must not keep the payload alive
         self.free(h)
         return event
 

@@ -25,6 +25,20 @@ The atomic word ``heads[e]``:
   returned handle, and its ``next`` link, are visible to the consumer. It pairs with the
   release of every push whose chain it takes.
 
+**Epochs** (``epochs=2``, what the windowed runtime uses): every entity has two head
+words, one per window parity, and a worker pushes to the word of the epoch it was set to
+(:meth:`LeqWorker.set_epoch`). The caller promises a barrier between epochs: every push
+of epoch ``k`` happens before the barrier, and no thread pushes to epoch ``k``'s words
+again until epoch ``k + 2``. Then in epoch ``k + 1`` the words of epoch ``k`` have no
+producer, and an entity's one claimer takes them with a plain read and a plain store of
+NIL (the barrier's hand-off orders both against the pushes before and after it): a cross
+event costs one atomic, its push, instead of a push and the exchange that took it. The
+current epoch's word can hold two things: pushes of this epoch (racing with the merge, and
+for a later window, so not needed now) and records left from two or more epochs back, when
+the entity was not merged in between. The entity's last merge epoch tells them apart:
+merged in the previous epoch means that merge emptied this parity's word, so it is left
+alone; otherwise it is taken with the acquiring exchange, if a plain read shows a record.
+
 Why ABA cannot corrupt the stack: ABA breaks Treiber stacks whose *pop* reads
 ``head.next`` and then CASes ``head`` to it; the pointer read may be stale by then. Here no
 one reads through ``head`` before a CAS. A push links ``next[last] = expected`` and then
@@ -39,13 +53,17 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+import numpy as np
+
 from seer.errors import SeerError
 from seer.events import Event
-from seer.queues.arena import NIL, ArenaSlab, EventArena
+from seer.queues.arena import NIL, SIDE_CHUNK_BITS, SIDE_MASK, ArenaSlab, EventArena
 from seer.queues.atomic import ACQ_REL, ACQUIRE, AtomicWords, FastAccessor
 from seer.queues.layout import BufferLayout, Region
 
 __all__ = ["EmptyQueueError", "LeqWorker", "LocalEventQueues"]
+
+_NEVER = -2  # merged_in's start: no epoch (they count up from 0) follows it
 
 
 class EmptyQueueError(SeerError, IndexError):
@@ -60,33 +78,45 @@ class LocalEventQueues:
     one heap. ``initialise=False`` attaches to heads another process already set up."""
 
     def __init__(self, n_entities: int, arena: EventArena, buffer: Any, heads: Region,
-                 *, heaps: list[list[Event]] | None = None, initialise: bool = True) -> None:
+                 *, heaps: list[list[Event]] | None = None, initialise: bool = True,
+                 epochs: int = 1) -> None:
         if n_entities < 1:
             raise ValueError(f"LocalEventQueues needs at least one entity, got {n_entities}")
         if heaps is not None and len(heaps) != n_entities:
             raise ValueError(f"{len(heaps)} heaps given for {n_entities} entities")
+        if epochs not in (1, 2):
+            raise ValueError(f"LocalEventQueues epochs must be 1 or 2, got {epochs!r}")
+        if heads.words < epochs * n_entities:
+            raise ValueError(f"region {heads.name!r} has {heads.words} words; {epochs} "
+                             f"epochs of {n_entities} entities need {epochs * n_entities} "
+                             "(plan it with the same epochs)")
         self.n_entities = n_entities
+        self.epochs = epochs
         self.arena = arena
-        self.words = AtomicWords(n_entities, buffer=buffer, offset=heads.offset)
+        self.words = AtomicWords(epochs * n_entities, buffer=buffer, offset=heads.offset)
         if initialise:
             self.words.array[:] = NIL
         self.heaps: list[list[Event]] = heaps if heaps is not None else \
             [[] for _ in range(n_entities)]
+        # merged_in[e]: the epoch of e's last merge (written by its claimer only; with
+        # one epoch unused). _NEVER is no epoch's predecessor.
+        self.merged_in = np.full(n_entities, _NEVER, np.int64)
 
     @staticmethod
-    def plan(layout: BufferLayout, n_entities: int) -> Region:
-        return layout.add("leq_heads", n_entities)
+    def plan(layout: BufferLayout, n_entities: int, epochs: int = 1) -> Region:
+        """The head words: ``epochs`` consecutive blocks of ``n_entities`` words."""
+        return layout.add("leq_heads", epochs * n_entities)
 
     @classmethod
     def create(cls, n_entities: int, capacity: int, *, n_slabs: int = 1,
-               batch: int = 256) -> LocalEventQueues:
+               batch: int = 256, epochs: int = 1) -> LocalEventQueues:
         """LEQs and their arena in one new in-process buffer."""
         layout = BufferLayout()
         regions = EventArena.plan(layout, capacity)
-        heads = cls.plan(layout, n_entities)
+        heads = cls.plan(layout, n_entities, epochs)
         buffer = layout.allocate()
         arena = EventArena(capacity, buffer, regions, n_slabs=n_slabs, batch=batch)
-        return cls(n_entities, arena, buffer, heads)
+        return cls(n_entities, arena, buffer, heads, epochs=epochs)
 
     def close(self) -> None:
         """Drop this object's numpy views of the buffer (before closing a shared block)."""
@@ -109,6 +139,7 @@ class LocalEventQueues:
     def reset(self) -> None:
         """Empty every LEQ and the arena (single-threaded use only; make new workers)."""
         self.words.array[:] = NIL
+        self.merged_in[:] = _NEVER
         for heap in self.heaps:
             heap.clear()
         self.arena.reset()
@@ -117,12 +148,16 @@ class LocalEventQueues:
 class LeqWorker:
     """One thread's access to all LEQs. ``cas_retries`` counts failed compare-exchanges.
 
-    ``heads`` is a *plain* (non-atomic) int64 view of the head words. A plain read may be
-    stale; the scheduler uses it only where a barrier makes it exact enough (see
-    ``docs/design.md``, "The window barrier")."""
+    ``heads`` is a *plain* (non-atomic) int64 view of the head words of every epoch; the
+    words of entity ``e`` in the worker's current epoch are ``heads[offset + e]``, and in
+    the previous one ``heads[previous_offset + e]`` (both offsets are 0 with one epoch).
+    A plain read may be stale; the scheduler uses it only where a barrier makes it exact
+    enough (see ``docs/design.md``, "The window barrier")."""
 
-    __slots__ = ("_acc", "_base", "_cas", "_heaps", "_n", "_next", "_s", "_sa", "_xchg",
-                 "cas_retries", "heads", "leqs", "slab")
+    __slots__ = ("_acc", "_base", "_cas", "_epochs", "_free", "_heaps", "_high",
+                 "_merged_in", "_n", "_next", "_push_base", "_s", "_sa", "_side", "_xchg",
+                 "cas_retries", "epoch", "heads", "leqs", "offset", "previous_offset",
+                 "slab")
 
     def __init__(self, leqs: LocalEventQueues, slab: ArenaSlab, acc: Any) -> None:
         self.leqs = leqs
@@ -130,8 +165,13 @@ class LeqWorker:
         self._acc = acc
         self._heaps = leqs.heaps
         self._n = leqs.n_entities
+        self._epochs = leqs.epochs
         self._next = slab.next
+        # The slab's own free list, side table and limit, for the inlined store and
+        # consume of send() and merge() (this worker's thread is the slab's only user).
+        self._free, self._side, self._high = slab.free_list, slab.side, slab.high
         self.heads = memoryview(leqs.words.array).cast("B").cast("q")
+        self._merged_in = memoryview(leqs.merged_in).cast("B").cast("q")
         self.cas_retries = 0
         if isinstance(acc, FastAccessor):
             # Inline the patomic calls on the hot path (same conventions as FastAccessor).
@@ -139,6 +179,22 @@ class LeqWorker:
             self._s, self._sa = acc.scratch, acc.scratch_addr
         else:
             self._base = None
+        self.offset = self.previous_offset = self.epoch = 0
+        self._push_base = self._base
+        self.set_epoch(0)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Push to (and take with the exchange from) epoch ``epoch``'s words from now on;
+        with two epochs, :meth:`merge` takes the previous epoch's words plainly. Call it
+        on every worker between epochs, before the barrier that releases them."""
+        if epoch < 0:
+            raise ValueError(f"LEQ epochs count up from 0, got {epoch}")
+        n = self._n
+        self.epoch = epoch
+        self.offset = (epoch % self._epochs) * n
+        self.previous_offset = ((epoch - 1) % self._epochs) * n
+        if self._base is not None:
+            self._push_base = self._base + 8 * self.offset
 
     def _check(self, entity: int) -> None:
         if not 0 <= entity < self._n:
@@ -157,10 +213,10 @@ class LeqWorker:
         # read costs one retry and nothing else; nothing is read through the handle. (A
         # blind guess of "empty" missed for about a quarter of the pushes on random
         # targets, each miss a second foreign call.)
-        expected = self.heads[entity]
+        expected = self.heads[self.offset + entity]
         if self._base is not None:
             s, sa, cas = self._s, self._sa, self._cas
-            addr = self._base + 8 * entity
+            addr = self._push_base + 8 * entity
             while True:
                 # Plain store of the link: the CAS below (release) publishes it.
                 nxt[last] = expected
@@ -174,9 +230,10 @@ class LeqWorker:
                 expected = s[0]
                 self.cas_retries += 1
         acc = self._acc
+        word = self.offset + entity
         while True:
             nxt[last] = expected
-            observed = acc.compare_exchange(entity, expected, first)  # seq_cst (public API)
+            observed = acc.compare_exchange(word, expected, first)  # seq_cst (public API)
             if observed == expected:
                 return
             expected = observed
@@ -186,8 +243,34 @@ class LeqWorker:
     #: the hot case of :meth:`push_chain` (the same function: one frame per push).
     push = push_chain
 
+    def send(self, entity: int, event: Event) -> None:
+        """Store ``event`` in a new record of this worker's slab and push it to
+        ``entity``'s intake: :meth:`ArenaSlab.store` and :meth:`push` in one frame (the
+        cross-entity path of the windowed runtime). Raises :class:`ArenaFullError`, with
+        nothing pushed, when no record is free."""
+        if not 0 <= entity < self._n:
+            self._check(entity)
+        free = self._free
+        h = free.pop() if free else self.slab.alloc()
+        self._side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK] = event
+        if self._base is None:
+            self.push_chain(entity, h)
+            return
+        nxt, s = self._next, self._s
+        expected = self.heads[self.offset + entity]
+        sa, cas, addr = self._sa, self._cas, self._push_base + 8 * entity
+        while True:  # push_chain's loop for one record; see there
+            nxt[h] = expected
+            s[0] = expected
+            s[1] = h
+            if cas(addr, sa, sa + 8, ACQ_REL, ACQUIRE):
+                return
+            expected = s[0]
+            self.cas_retries += 1
+
     def take(self, entity: int) -> int:
-        """Detach ``entity``'s whole intake; returns the chain's first handle or NIL."""
+        """Detach ``entity``'s whole intake of the current epoch; returns the chain's
+        first handle or NIL."""
         if not 0 <= entity < self._n:
             self._check(entity)
         if self._base is not None:
@@ -195,23 +278,52 @@ class LeqWorker:
             s[0] = NIL
             # exchange heads[entity] -> NIL, acq_rel: the acquire pairs with the release of
             # every push in the taken chain, so their records and links are visible here.
-            self._xchg(self._base + 8 * entity, self._sa, ACQ_REL, self._sa + 16)
+            self._xchg(self._push_base + 8 * entity, self._sa, ACQ_REL, self._sa + 16)
             return s[2]
-        return self._acc.exchange(entity, NIL)  # seq_cst (public API)
+        return self._acc.exchange(self.offset + entity, NIL)  # seq_cst (public API)
 
     def merge(self, entity: int) -> list[Event]:
         """Move ``entity``'s intake into its private heap (consuming the records into this
-        worker's slab) and return the heap. Only the entity's current claimer may call it."""
+        worker's slab) and return the heap. Only the entity's current claimer may call it.
+
+        With two epochs the previous epoch's chain is taken with plain loads and a plain
+        store (no producer can touch it: see the module docstring); the current epoch's
+        only if the entity was not merged in the previous epoch, with the exchange, and
+        only if a plain read shows a record there."""
         heap = self._heaps[entity]
-        h = self.take(entity)
-        if h == NIL:
-            return heap
-        consume, nxt, push = self.slab.consume, self._next, heapq.heappush
+        heads = self.heads
+        if self._epochs > 1:
+            word = self.previous_offset + entity
+            h = heads[word]
+            if h != NIL:
+                heads[word] = NIL
+                self._drain(h, heap)
+            merged_in, epoch = self._merged_in, self.epoch
+            if merged_in[entity] == epoch - 1:
+                # That merge emptied this parity's word; what is there now was pushed in
+                # this epoch, for a later window.
+                merged_in[entity] = epoch
+                return heap
+            merged_in[entity] = epoch
+        if heads[self.offset + entity] != NIL:
+            h = self.take(entity)
+            if h != NIL:
+                self._drain(h, heap)
+        return heap
+
+    def _drain(self, h: int, heap: list[Event]) -> None:
+        """Push the chain from ``h`` into ``heap``, freeing its records into the slab
+        (:meth:`ArenaSlab.consume`, inlined)."""
+        nxt, side, free, push = self._next, self._side, self._free, heapq.heappush
         while h != NIL:
             following = nxt[h]  # read the link before the record is freed and reused
-            push(heap, consume(h))
+            chunk = side[h >> SIDE_CHUNK_BITS]
+            push(heap, chunk[h & SIDE_MASK])
+            chunk[h & SIDE_MASK] = None  # the arena must not keep the payload alive
+            free.append(h)
             h = following
-        return heap
+        if len(free) > self._high:
+            self.slab.trim()
 
     def pop(self, entity: int) -> Event:
         """The κ-smallest event of ``entity`` (after :meth:`merge`)."""

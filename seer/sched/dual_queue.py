@@ -7,8 +7,11 @@ claims ranges of ready entities through its strategy's claimer; for each claimed
 merges the entity's LEQ intake into the entity's private heap and runs its events ``< B``
 in κ order. Self-events go straight into the private heap (no atomics); events for other
 entities are written into an arena record from the worker's slab and pushed to the
-target's intake with one CAS. After the barrier, the coordinator adds the workers'
-calendar entries and computes the next window.
+target's intake with one CAS. The LEQs have two epochs, one per window parity, so the
+claimer of an entity takes what earlier windows sent it with plain loads (nobody pushes
+to the other parity's words during a window): one atomic per cross-entity event. After
+the barrier, the coordinator adds the workers' calendar entries and computes the next
+window.
 
 The runtimes are this one class with three strategies: ``seer`` (:class:`SeerRuntime`,
 home segments + guided steals), ``static`` (:class:`StaticRuntime`, round-robin binding)
@@ -84,9 +87,9 @@ class WindowWorker:
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
     __slots__ = ("cal", "claimer", "contexts", "cur", "events", "failure",
-                 "failure_key", "handlers", "heads", "heaps", "leq", "leq_push", "limit",
+                 "failure_key", "handlers", "heads", "heaps", "leq", "limit",
                  "output_claimer", "overflow", "push", "runtime_limit_error", "sealed",
-                 "slab", "snapshot", "state", "stats", "store")
+                 "send", "slab", "snapshot", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
@@ -103,7 +106,7 @@ class WindowWorker:
         self.leq = leq
         self.heads = leq.heads  # plain view of the intake heads (see run_entities)
         self.slab = leq.slab
-        self.store, self.leq_push = leq.slab.store, leq.push  # the cross-event path's two calls
+        self.send = leq.send  # the cross-event path: record + CAS push, one call
         self.claimer = claimer  # the assignment's claimer (windows)
         self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
@@ -126,11 +129,12 @@ class WindowWorker:
         This is the hot loop: the dispatch of :func:`seer.runtime.run_event` is inlined
         (a call per event costs measurably here) and everything is in locals.
 
-        The intake check is a *plain* read of ``heads[e]``, safe only because of the window
-        barrier: every push for ``e`` made before this window is visible (the barrier's
-        lock hand-off orders it), and a push racing with this read comes from a handler of
-        this window, so it carries an event at or after the bound (lookahead) and is merged
-        at the entity's next claim (``docs/design.md``, "The window barrier").
+        The intake check is a *plain* read of ``e``'s head words of both epochs, safe only
+        because of the window barrier: every push for ``e`` made before this window is
+        visible (the barrier's lock hand-off orders it), and a push racing with this read
+        comes from a handler of this window, so it carries an event at or after the bound
+        (lookahead) and is merged at the entity's next claim (``docs/design.md``, "The
+        window barrier").
 
         A handler's ``Exception`` does not stop the thread: it is recorded (the κ-smallest
         one is kept in :attr:`failure`), the failing entity stops, and every later entity
@@ -141,7 +145,9 @@ class WindowWorker:
         if self.failure_key < bound:
             bound = self.failure_key
         heaps, contexts, handlers = self.heaps, self.contexts, self.handlers
-        heads, merge, push, snapshot = self.heads, self.leq.merge, self.push, self.snapshot
+        leq = self.leq
+        heads, merge, push, snapshot = self.heads, leq.merge, self.push, self.snapshot
+        now_off, prev_off = leq.offset, leq.previous_offset
         cal = self.cal
         cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
         pop = _heappop
@@ -150,7 +156,7 @@ class WindowWorker:
         try:
             for e in entities:
                 heap = heaps[e]
-                if heads[e] != NIL:
+                if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
                     merge(e)
                 self.cur = e
                 ctx = contexts[e]
@@ -201,13 +207,11 @@ class WindowWorker:
         itself straight into its heap)."""
         target = ev[2]
         try:
-            h = self.store(ev)
+            self.send(target, ev)
         except ArenaFullError:
             # No record free: the coordinator places the event after the window (it is
             # for a later window, so nothing runs late). Slower, never wrong.
             self.overflow.append(ev)
-        else:
-            self.leq_push(target, h)
         cal = self.cal
         cal.tau.append(ev[0])
         cal.seq.append(ev[1])
@@ -265,9 +269,10 @@ class TracingWindowWorker(WindowWorker):
 
     def run_entities(self, entities: list[int], bound: tuple[float, int]) -> None:
         heaps, contexts, merge, heads = self.heaps, self.contexts, self.leq.merge, self.heads
+        now_off, prev_off = self.leq.offset, self.leq.previous_offset
         run_one, index, trace = super().run_entities, self.index, self.trace
         for e in entities:
-            if heads[e] != NIL:
+            if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
                 merge(e)
             heap = heaps[e]
             limit = self.failure_key if self.failure_key < bound else bound
@@ -310,14 +315,16 @@ class DualQueueRuntime(WindowedRuntime):
         capacity = (arena_capacity or max(8192, 8 * n)) + 2 * batch * self._threads
         layout = BufferLayout()
         arena_regions = EventArena.plan(layout, capacity)
-        heads = LocalEventQueues.plan(layout, n)
+        heads = LocalEventQueues.plan(layout, n, epochs=2)
         pel_regions = ParallelExecutiveList.plan(layout, n, segments=MAX_THREADS)
         self._buffer = layout.allocate()
         self._arena = EventArena(capacity, self._buffer, arena_regions, n_slabs=MAX_THREADS,
                                  batch=batch)
         # The LEQs' private layer is the runtime's per-entity heaps: events placed by the
         # coordinator and events merged from intakes meet in one heap.
-        self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads, heaps=self._heaps)
+        self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads, heaps=self._heaps,
+                                      epochs=2)
+        self._epoch = 0  # windows run since the LEQs were last emptied (their epoch)
         self._pel = ParallelExecutiveList(n, self._buffer, pel_regions)
         self._agent_positions = np.arange(len(self.spec.agents), dtype=np.int64)
         self._atomics_path = atomics_path
@@ -409,6 +416,10 @@ class DualQueueRuntime(WindowedRuntime):
     # -- windows ---------------------------------------------------------------------------
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
+        # A new LEQ epoch per window: the wake-up below is the barrier it needs.
+        self._epoch = epoch = self._epoch + 1
+        for w in self._workers:
+            w.leq.set_epoch(epoch)
         self._abort = self._interrupted  # a Ctrl-C between windows still stops this one
         pool = self._pool
         trace = self.trace

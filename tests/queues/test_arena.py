@@ -57,3 +57,20 @@ def test_bad_handles_are_named():
         arena.slab(2)
     with pytest.raises(ValueError, match="arena capacity must be >= 1, got 0"):
         EventArena.create(0)
+
+
+def test_free_list_is_one_object_for_the_slabs_life_and_trim_gives_batches_back():
+    """The LEQ worker holds the slab's free list across calls: release and trim must
+    change it in place."""
+    arena = EventArena.create(64, batch=4)
+    slab = arena.slab(0)
+    free = slab.free_list
+    handles = [slab.alloc() for _ in range(20)]
+    assert slab.free_list is free
+    free.extend(handles)  # what the LEQ worker's inlined consume does
+    assert len(free) > slab.high
+    slab.trim()
+    assert slab.free_list is free and len(free) <= slab.high
+    assert len(free) + arena.pooled() == 64
+    slab.release()
+    assert slab.free_list is free and free == [] and arena.pooled() == 64
