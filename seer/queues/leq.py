@@ -154,10 +154,10 @@ class LeqWorker:
     A plain read may be stale; the scheduler uses it only where a barrier makes it exact
     enough (see ``docs/design.md``, "The window barrier")."""
 
-    __slots__ = ("_acc", "_base", "_cas", "_epochs", "_free", "_heaps", "_high",
-                 "_merged_in", "_n", "_next", "_push_base", "_s", "_sa", "_side", "_xchg",
-                 "cas_retries", "epoch", "heads", "leqs", "offset", "previous_offset",
-                 "slab")
+    __slots__ = ("_acc", "_cas", "_desired", "_epochs", "_expected", "_fast", "_free",
+                 "_heaps", "_high", "_merged_in", "_n", "_next", "_push_words", "_result",
+                 "_s", "_side", "_words", "_xchg", "cas_retries", "epoch", "heads", "leqs",
+                 "offset", "previous_offset", "slab")
 
     def __init__(self, leqs: LocalEventQueues, slab: ArenaSlab, acc: Any) -> None:
         self.leqs = leqs
@@ -173,14 +173,15 @@ class LeqWorker:
         self.heads = memoryview(leqs.words.array).cast("B").cast("q")
         self._merged_in = memoryview(leqs.merged_in).cast("B").cast("q")
         self.cas_retries = 0
-        if isinstance(acc, FastAccessor):
+        self._fast = isinstance(acc, FastAccessor)
+        if self._fast:
             # Inline the patomic calls on the hot path (same conventions as FastAccessor).
-            self._base, self._cas, self._xchg = acc.base, acc.fn_cas, acc.fn_exchange
-            self._s, self._sa = acc.scratch, acc.scratch_addr
-        else:
-            self._base = None
+            self._cas, self._xchg = acc.fn_cas, acc.fn_exchange
+            # The scratch values through a memoryview: a store costs less than through cffi.
+            self._s = memoryview(acc.scratch_buffer).cast("B").cast("q")
+            self._words = self._push_words = acc.words
+            self._expected, self._desired, self._result = acc.arg, acc.desired, acc.result
         self.offset = self.previous_offset = self.epoch = 0
-        self._push_base = self._base
         self.set_epoch(0)
 
     def set_epoch(self, epoch: int) -> None:
@@ -193,8 +194,8 @@ class LeqWorker:
         self.epoch = epoch
         self.offset = (epoch % self._epochs) * n
         self.previous_offset = ((epoch - 1) % self._epochs) * n
-        if self._base is not None:
-            self._push_base = self._base + 8 * self.offset
+        if self._fast:
+            self._push_words = self._words + self.offset  # entity e's word: + e
 
     def _check(self, entity: int) -> None:
         if not 0 <= entity < self._n:
@@ -214,9 +215,9 @@ class LeqWorker:
         # blind guess of "empty" missed for about a quarter of the pushes on random
         # targets, each miss a second foreign call.)
         expected = self.heads[self.offset + entity]
-        if self._base is not None:
-            s, sa, cas = self._s, self._sa, self._cas
-            addr = self._push_base + 8 * entity
+        if self._fast:
+            s, cas, word = self._s, self._cas, self._push_words + entity
+            expected_p, desired_p = self._expected, self._desired
             while True:
                 # Plain store of the link: the CAS below (release) publishes it.
                 nxt[last] = expected
@@ -225,7 +226,7 @@ class LeqWorker:
                 # CAS heads[entity]: expected -> first. Success: release (publishes the
                 # records and the link; pairs with the consumer's acquiring exchange).
                 # Failure: acquire, and patomic writes the observed top into s[0].
-                if cas(addr, sa, sa + 8, ACQ_REL, ACQUIRE):
+                if cas(word, expected_p, desired_p, ACQ_REL, ACQUIRE):
                     return
                 expected = s[0]
                 self.cas_retries += 1
@@ -253,17 +254,17 @@ class LeqWorker:
         free = self._free
         h = free.pop() if free else self.slab.alloc()
         self._side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK] = event
-        if self._base is None:
+        if not self._fast:
             self.push_chain(entity, h)
             return
         nxt, s = self._next, self._s
         expected = self.heads[self.offset + entity]
-        sa, cas, addr = self._sa, self._cas, self._push_base + 8 * entity
+        word, cas = self._push_words + entity, self._cas
         while True:  # push_chain's loop for one record; see there
             nxt[h] = expected
             s[0] = expected
             s[1] = h
-            if cas(addr, sa, sa + 8, ACQ_REL, ACQUIRE):
+            if cas(word, self._expected, self._desired, ACQ_REL, ACQUIRE):
                 return
             expected = s[0]
             self.cas_retries += 1
@@ -273,12 +274,12 @@ class LeqWorker:
         first handle or NIL."""
         if not 0 <= entity < self._n:
             self._check(entity)
-        if self._base is not None:
+        if self._fast:
             s = self._s
             s[0] = NIL
             # exchange heads[entity] -> NIL, acq_rel: the acquire pairs with the release of
             # every push in the taken chain, so their records and links are visible here.
-            self._xchg(self._push_base + 8 * entity, self._sa, ACQ_REL, self._sa + 16)
+            self._xchg(self._push_words + entity, self._expected, ACQ_REL, self._result)
             return s[2]
         return self._acc.exchange(self.offset + entity, NIL)  # seq_cst (public API)
 
