@@ -6,12 +6,14 @@ one home segment per thread, and wakes the pool; every thread — the caller inc
 claims ranges of ready entities through its strategy's claimer; for each claimed entity it
 merges the entity's LEQ intake into the entity's private heap and runs its events ``< B``
 in κ order. Self-events go straight into the private heap (no atomics); events for other
-entities are written into an arena record from the worker's slab and pushed to the
-target's intake with one CAS. The LEQs have two epochs, one per window parity, so the
-claimer of an entity takes what earlier windows sent it with plain loads (nobody pushes
-to the other parity's words during a window): one atomic per cross-entity event. After
-the barrier, the coordinator adds the workers' calendar entries and computes the next
-window.
+entities wait in the worker's *outbox* (a list append, no Python frame) until the
+worker's last claim of the window, and are then written into arena records from the
+worker's slab and pushed to their targets' intakes, one CAS each, in one tight loop (they
+are for later windows: lookahead). The LEQs have two epochs, one per window parity, so
+the claimer of an entity takes what earlier windows sent it with plain loads (nobody
+pushes to the other parity's words during a window): one atomic per cross-entity event.
+After the barrier, the coordinator adds the workers' calendar entries and computes the
+next window.
 
 The runtimes are this one class with three strategies: ``seer`` (:class:`SeerRuntime`,
 home segments + guided steals), ``static`` (:class:`StaticRuntime`, round-robin binding)
@@ -88,7 +90,8 @@ class WindowWorker:
 
     __slots__ = ("cal", "claimer", "contexts", "cur", "events", "failure",
                  "failure_key", "handlers", "heads", "heaps", "leq", "limit",
-                 "output_claimer", "overflow", "push", "runtime_limit_error", "sealed",
+                 "outbox", "output_claimer", "overflow", "push", "runtime_limit_error",
+                 "sealed",
                  "send", "slab", "snapshot", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
@@ -115,7 +118,10 @@ class WindowWorker:
         self.sealed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
-        self.push = self._push  # one bound method, made once, handed to contexts
+        # Cross events of this window, sent at its end (publish). Contexts get the list's
+        # append itself: an emit to another entity calls no Python code.
+        self.outbox: list[Event] = []
+        self.push = self.outbox.append  # one bound method, made once, handed to contexts
         self.limit = limit  # max events in one run_entities call (max_events_per_step)
         self.runtime_limit_error = limit_error
         # The κ-smallest failure this thread met in the current window, and its key.
@@ -202,28 +208,46 @@ class WindowWorker:
             self.failure_key = key
         return self.failure_key
 
-    def _push(self, ev: Event) -> None:
-        """An event for another entity (``ctx.emit`` routes events to the running entity
-        itself straight into its heap)."""
-        target = ev[2]
-        try:
-            self.send(target, ev)
-        except ArenaFullError:
-            # No record free: the coordinator places the event after the window (it is
-            # for a later window, so nothing runs late). Slower, never wrong.
-            self.overflow.append(ev)
+    def publish(self) -> None:
+        """Send the outbox's events (the window's cross-entity events) to their targets'
+        LEQs and list them in the calendar batch. Runs on this worker's thread after its
+        last claim of the window (or on the coordinator's, after the barrier, for what a
+        window run inline or cut short left): either way before the next window, which is
+        the earliest any of them can run (lookahead). One tight loop instead of one send
+        per emit keeps the LEQ code and data in cache."""
+        outbox = self.outbox
+        if not outbox:
+            return
+        send = self.send
         cal = self.cal
-        cal.tau.append(ev[0])
-        cal.seq.append(ev[1])
-        cal.entity.append(target)
+        cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
+        for i, ev in enumerate(outbox):
+            try:
+                send(ev[2], ev)
+            except ArenaFullError:
+                # No record free: the coordinator places the rest after the window
+                # (they are for a later window, so nothing runs late). Slower, never wrong.
+                self.overflow += outbox[i:]
+                for rest in outbox[i:]:
+                    cal_t(rest[0])
+                    cal_s(rest[1])
+                    cal_e(rest[2])
+                break
+            cal_t(ev[0])
+            cal_s(ev[1])
+            cal_e(ev[2])
+        outbox.clear()
 
     def seal(self) -> None:
-        """The window's calendar entries as sorted arrays (on this worker's thread, after
-        its last claim: see :meth:`CalendarBatch.take_sorted`)."""
+        """Publish the window's cross events, then hand its calendar entries over as
+        sorted arrays (on this worker's thread, after its last claim: see
+        :meth:`CalendarBatch.take_sorted`)."""
+        self.publish()
         self.sealed = self.cal.take_sorted()
 
     def collect(self, runtime: DualQueueRuntime) -> None:
         """Hand this window's results to the coordinator (after the barrier)."""
+        self.publish()  # a window run inline, or one a Ctrl-C cut short
         calendar = runtime._calendar
         if self.sealed is not None:
             calendar.extend_sorted(*self.sealed)
@@ -233,6 +257,7 @@ class WindowWorker:
         heaps = self.heaps
         for ev in self.overflow:
             _heappush(heaps[ev[2]], ev)
+        self.stats.arena_full += len(self.overflow)
         self.overflow.clear()
         runtime.events_run += self.events
         stats = self.stats

@@ -43,8 +43,10 @@ __all__ = ["WorkerPool", "WorkerStats"]
 class WorkerStats:
     """Per-thread counters since the last :meth:`WorkerPool.reset_stats`.
 
-    ``events``, ``entities``, ``cas_retries`` and ``steals`` (chunks of ready entities
-    taken from another thread's home segment) are filled in by the runtime;
+    ``events``, ``entities``, ``cas_retries``, ``steals`` (chunks of ready entities
+    taken from another thread's home segment) and ``arena_full`` (cross-entity events
+    that found no free arena record and were placed by the coordinator instead) are
+    filled in by the runtime;
     ``busy_s``/``idle_s`` are wall time inside / waiting between tasks; ``cpu_s`` is the
     thread's CPU time inside tasks; ``tasks`` counts tasks run."""
 
@@ -52,6 +54,7 @@ class WorkerStats:
     entities: int = 0
     cas_retries: int = 0
     steals: int = 0
+    arena_full: int = 0
     tasks: int = 0
     busy_s: float = 0.0
     idle_s: float = 0.0

@@ -127,8 +127,8 @@ class ThreadedRuntime(Runtime):
         return self._pool
 
     def worker_stats(self) -> list[dict[str, Any]]:
-        """Per-thread counters (events, entities, CAS retries, steals, busy/idle/CPU time);
-        empty for runtimes without a worker pool."""
+        """Per-thread counters (events, entities, CAS retries, steals, arena-full fallbacks,
+        busy/idle/CPU time); empty for runtimes without a worker pool."""
         return [s.as_dict() for s in self._pool.stats] if self._pool is not None else []
 
     def resize(self, threads: int) -> None:

@@ -166,9 +166,16 @@ def test_worker_stats_are_counted():
 
 
 def test_a_full_arena_falls_back_without_changing_results():
-    model = RandomModel(80, seed=11, fanout=3, p_fan_in=0.6, lookahead=0.25)
-    assert_equivalent(lambda m: seer.SeerRuntime(m, threads=2, arena_capacity=1), model,
-                      seeds=[0, 1], steps=5)
+    model = RandomModel(400, seed=11, fanout=3, p_fan_in=0.6, lookahead=0.25)
+    made = []
+
+    def make(m):
+        made.append(seer.SeerRuntime(m, threads=2, arena_capacity=1))
+        return made[-1]
+
+    assert_equivalent(make, model, seeds=[0, 1], steps=5)
+    # the fallback really ran (about 260 records for a window's ~600 cross events)
+    assert all(sum(s["arena_full"] for s in rt.worker_stats()) > 0 for rt in made)
 
 
 def test_resize_between_steps_keeps_results():
