@@ -54,3 +54,20 @@ def test_deterministic_for_a_seed():
 def test_bad_parameters(kwargs, message):
     with pytest.raises(seer.ModelError, match="^" + message + "$"):
         PCS(**kwargs)
+
+
+@pytest.mark.parametrize(("bad", "shown"), [(True, "True"), (2.0, "2.0"), (-1, "-1"),
+                                            (PCS.RESERVE_CHOICES, str(PCS.RESERVE_CHOICES)),
+                                            ("1", "'1'")])
+def test_bad_actions_name_the_first_bad_cell(bad, shown):
+    model = PCS(4, 4, cost_us=5)
+    actions = [1] * model.n_entities
+    actions[5] = np.int64(2)  # numpy ints are reserves too
+    actions[6] = bad
+    actions[9] = bad
+    with pytest.raises(seer.ModelError, match=rf"^PCS action for cell 6 must be an int "
+                                              rf"reserve in 0\.\.{PCS.RESERVE_CHOICES - 1}, "
+                                              rf"got {shown}$"):
+        model.action_events(actions)
+    actions[6] = actions[9] = 0
+    assert [a for _, _, a in model.action_events(actions)] == actions

@@ -223,11 +223,16 @@ class PCS(seer.Model):
         ``range(RESERVE_CHOICES)`` (the action space), refused with the cell named
         otherwise, before anything runs."""
         events = super().action_events(actions)
+        choices = self.RESERVE_CHOICES
+        # The common case (plain ints) in one pass that calls nothing; anything else is
+        # looked at item by item, in order, so the first bad action is the one named.
+        if all(a.__class__ is int and 0 <= a < choices for _, _, a in events):
+            return events
         for entity, _, action in events:
             if isinstance(action, bool) or not isinstance(action, (int, np.integer)) \
-                    or not 0 <= action < self.RESERVE_CHOICES:
+                    or not 0 <= action < choices:
                 raise ModelError(f"PCS action for cell {entity} must be an int reserve in "
-                                 f"0..{self.RESERVE_CHOICES - 1}, got {action!r}")
+                                 f"0..{choices - 1}, got {action!r}")
         return events
 
     def on_recheck(self, ctx: seer.Context, event: Any) -> None:
