@@ -49,7 +49,7 @@ from seer.queues import (
     ParallelExecutiveList,
     PelClaimer,
 )
-from seer.runtime import StepResult, step_limit_error
+from seer.runtime import ActionBatch, StepResult, step_limit_error
 from seer.sched.assignment import Assignment, Claimer, get_assignment
 from seer.sched.calendar import CalendarBatch
 from seer.sched.pool import WorkerStats
@@ -63,6 +63,9 @@ _ns = time.perf_counter_ns
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 _NO_FAILURE = (1e999, 1 << 64)  # above every event key (constants: immortal)
+_tuple_new = tuple.__new__  # Event without its keyword-handling constructor
+#: Fewer actions than this are made into events by the coordinator (not worth the slots).
+_SHARED_ACTIONS_MIN = 64
 _pack_double = struct.Struct("<d").pack
 _unpack_double = struct.Struct("<d").unpack
 
@@ -88,7 +91,7 @@ class WindowWorker:
     views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
-    __slots__ = ("cal", "claimer", "contexts", "cur", "events", "failure",
+    __slots__ = ("actions", "cal", "claimer", "contexts", "cur", "events", "failure",
                  "failure_key", "handlers", "heads", "heaps", "leq", "limit",
                  "outbox", "output_claimer", "overflow", "push", "runtime_limit_error",
                  "sealed",
@@ -115,6 +118,8 @@ class WindowWorker:
         self.stats = stats
         self.cal = CalendarBatch()
         self.cur = -1  # the entity this thread runs (named if the thread gets stuck)
+        # In the window that takes a step's actions: (slots, batch) for take_action.
+        self.actions: tuple[memoryview, ActionBatch] | None = None
         self.sealed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
@@ -158,12 +163,17 @@ class WindowWorker:
         cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
         pop = _heappop
         limit = self.limit
+        actions = self.actions
+        if actions is not None:
+            slots = actions[0]
         n = done = 0
         try:
             for e in entities:
                 heap = heaps[e]
                 if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
                     merge(e)
+                if actions is not None and slots[e] >= 0:
+                    self.take_action(e, heap)
                 self.cur = e
                 ctx = contexts[e]
                 if ctx._push is not push:  # a store costs reference-count traffic; a
@@ -199,6 +209,15 @@ class WindowWorker:
             self.cur = -1
             self.events += n
             self.stats.entities += done
+
+    def take_action(self, e: int, heap: list[Event]) -> None:
+        """Make entity ``e``'s action event of this step and put it in its heap (``e`` is
+        claimed by this thread; see :meth:`DualQueueRuntime._push_externals`)."""
+        slots, batch = self.actions
+        i = slots[e]
+        slots[e] = -1
+        _heappush(heap, _tuple_new(Event, (batch.t0, batch.seqs[i], e, batch.kinds[i],
+                                           batch.payloads[i])))
 
     def _failed(self, exc: BaseException, ev: Event) -> tuple[float, int]:
         """Record ``exc`` from event ``ev``; return the bound for the rest of the window."""
@@ -300,6 +319,8 @@ class TracingWindowWorker(WindowWorker):
             if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
                 merge(e)
             heap = heaps[e]
+            if self.actions is not None and self.actions[0][e] >= 0:
+                self.take_action(e, heap)
             limit = self.failure_key if self.failure_key < bound else bound
             first = heap[0][:2] if heap and heap[0] < limit else None
             before = self.events
@@ -350,6 +371,10 @@ class DualQueueRuntime(WindowedRuntime):
         self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads, heaps=self._heaps,
                                       epochs=2)
         self._epoch = 0  # windows run since the LEQs were last emptied (their epoch)
+        # entity -> its index in the step's ActionBatch while its action waits for the
+        # entity's claimer in the step's first window (-1: none waits)
+        self._action_slots = np.full(n, -1, np.int64)
+        self._pending_actions: ActionBatch | None = None
         self._pel = ParallelExecutiveList(n, self._buffer, pel_regions)
         self._agent_positions = np.arange(len(self.spec.agents), dtype=np.int64)
         self._atomics_path = atomics_path
@@ -425,6 +450,8 @@ class DualQueueRuntime(WindowedRuntime):
 
     def _clear_events(self) -> None:
         super()._clear_events()
+        self._action_slots[:] = -1
+        self._pending_actions = None
         self._leqs.reset()  # intakes and heaps empty, all arena records back in the pool
         self._workers = []  # their slabs are void after the arena reset
         self._make_workers()
@@ -438,9 +465,53 @@ class DualQueueRuntime(WindowedRuntime):
         """Events scheduled for later steps: merged ones plus those still in intakes."""
         return super().pending + self._leqs.in_intakes(self._workers[0].slab)
 
+    # -- actions ---------------------------------------------------------------------------
+    def _push_externals(self, batch: ActionBatch) -> None:
+        """Leave making the action events to the threads: each action's entity is ready in
+        the step's first window (its event is at the step start, depth 0: below every
+        first bound), so its claimer makes the event and puts it in the heap it is about
+        to run (:meth:`WindowWorker.take_action`). The coordinator only lists the slots
+        and the calendar entries. Only for one action per entity (a slot holds one) and
+        batches big enough to pay for it; otherwise as every windowed runtime does."""
+        k = len(batch)
+        if self._pool.threads == 1 or not batch.distinct or k < _SHARED_ACTIONS_MIN:
+            super()._push_externals(batch)
+            return
+        entities = np.array(batch.entities, np.int64)
+        self._action_slots[entities] = np.arange(k, dtype=np.int64)
+        self._pending_actions = batch
+        # equal τ: already sorted for the calendar
+        self._calendar.extend_sorted(np.full(k, batch.t0), np.array(batch.seqs, np.int64),
+                                     entities)
+
+    def _hand_out_actions(self) -> None:
+        """Give the workers the pending actions for the window about to run."""
+        handout = (memoryview(self._action_slots).cast("B").cast("q"), self._pending_actions)
+        for w in self._workers:
+            w.actions = handout
+
+    def _settle_actions(self) -> None:
+        """After the step's first window: every action was taken (each was ready in it);
+        anything a window cut short left goes into its heap directly."""
+        batch, self._pending_actions = self._pending_actions, None
+        for w in self._workers:
+            w.actions = None
+        slots = self._action_slots
+        left = np.flatnonzero(slots >= 0)
+        if len(left):
+            heaps = self._heaps
+            for e in left.tolist():
+                i = int(slots[e])
+                _heappush(heaps[e], _tuple_new(Event, (batch.t0, batch.seqs[i], e,
+                                                       batch.kinds[i], batch.payloads[i])))
+            slots[left] = -1
+
     # -- windows ---------------------------------------------------------------------------
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
+        actions = self._pending_actions is not None
+        if actions:
+            self._hand_out_actions()
         # A new LEQ epoch per window: the wake-up below is the barrier it needs.
         self._epoch = epoch = self._epoch + 1
         for w in self._workers:
@@ -462,6 +533,8 @@ class DualQueueRuntime(WindowedRuntime):
             self._collect()
             self._raise_failure(exc)
         finally:
+            if actions:
+                self._settle_actions()
             if trace is not None:
                 self._trace_window(start, len(ready), bound)
         self._collect()

@@ -41,7 +41,7 @@ import numpy as np
 from seer.errors import tag_event
 from seer.events import DEPTH_SHIFT, Event
 from seer.model import Model
-from seer.runtime import run_event
+from seer.runtime import ActionBatch, run_event
 from seer.sched.calendar import Calendar, CalendarBatch
 from seer.sched.threaded import ThreadedRuntime
 
@@ -90,12 +90,11 @@ class WindowedRuntime(ThreadedRuntime):
     def _push_external(self, event: Event) -> None:
         self._coordinator_push(event)
 
-    def _push_externals(self, events: list[Event]) -> None:
+    def _push_externals(self, batch: ActionBatch) -> None:
         heaps, push = self._heaps, _heappush
-        for ev in events:
+        for ev in batch.events():
             push(heaps[ev[2]], ev)
-        self._calendar.add_many([ev[0] for ev in events], [ev[1] for ev in events],
-                                [ev[2] for ev in events])
+        self._calendar.add_many([batch.t0] * len(batch), batch.seqs, batch.entities)
 
     def _clear_events(self) -> None:
         for heap in self._heaps:
