@@ -92,12 +92,15 @@ class ActionBatch:
     entities[i], kinds[i], payloads[i])``, in the order the model gave them.
     ``distinct``: no entity has two of them."""
 
-    __slots__ = ("distinct", "entities", "kinds", "payloads", "seqs", "t0")
+    __slots__ = ("distinct", "entities", "entity_array", "kinds", "payloads", "seq_array",
+                 "seqs", "t0")
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
         self.entities: list[int] = []
+        self.entity_array = np.empty(0, np.int64)  # the entities, as an array
         self.seqs: list[int] = []
+        self.seq_array = np.empty(0, np.int64)  # the seqs, as an array
         self.kinds: list[int] = []
         self.payloads: list[Any] = []
         self.distinct = True
@@ -142,7 +145,8 @@ class Runtime(ABC):
             Context(self.spec, e, make_row(row_class, self._arrays, e), self._make_push(e))
             for e in range(n)
         ]
-        self._external_counters = [0] * n
+        self._external_counters = np.zeros(n, np.int64)  # action events per entity
+        self._action_marks = np.zeros(n, np.int64)  # scratch: one action per entity?
         self._handlers = self.spec.handlers
         self._prepares = type(model).prepare_step is not Model.prepare_step
         self._episode: Any = None
@@ -266,7 +270,7 @@ class Runtime(ABC):
             a.fill(0)
         self._step_index = 0
         self.events_run = 0
-        self._external_counters = [0] * self.spec.n_entities
+        self._external_counters[:] = 0
         n = self.spec.n_entities
         # Children by explicit spawn key (what seq.spawn(n) gives a fresh SeedSequence), so
         # that reusing one SeedSequence object gives the same episode every time. The
@@ -312,9 +316,11 @@ class Runtime(ABC):
                 self._raise_model_code(exc, "prepare_step", None)
             for ctx in self._contexts:
                 ctx.prepared = prepared
-        counters = self._external_counters
-        for e in batch.entities:
-            counters[e] += 1
+        if len(batch):
+            if batch.distinct:
+                self._external_counters[batch.entity_array] += 1
+            else:
+                np.add.at(self._external_counters, batch.entity_array, 1)
         self._push_externals(batch)
         self._run(t1)
         self._step_index += 1
@@ -373,7 +379,6 @@ class Runtime(ABC):
         threads (:meth:`_push_externals`)."""
         spec = self.spec
         n = spec.n_entities
-        counters = self._external_counters
         try:
             items = list(self.model.action_events(actions))
         except ModelError:
@@ -381,12 +386,9 @@ class Runtime(ABC):
         except (TypeError, ValueError) as exc:
             raise ModelError(f"actions for model {spec.name!r} were rejected by its "
                              f"action_events(): {type(exc).__name__}: {exc}") from exc
-        used: dict[int, int] = {}
         batch = ActionBatch(t0)
-        entities, seqs, kinds, payloads = batch.entities, batch.seqs, batch.kinds, \
-            batch.payloads
-        add_entity, add_seq, add_kind, add_payload = entities.append, seqs.append, \
-            kinds.append, payloads.append
+        entities, kinds, payloads = batch.entities, batch.kinds, batch.payloads
+        add_entity, add_kind, add_payload = entities.append, kinds.append, payloads.append
         kind_ids = spec.kind_ids
         last_kind: Any = _NO_KIND  # the kind of the previous item, already checked
         k = -1
@@ -410,19 +412,38 @@ class Runtime(ABC):
                     raise ModelError(f"action event kind {kind!r} is not a kind of model "
                                      f"{spec.name!r} {spec.kinds!r}")
                 last_kind = kind
-            c = used.get(entity)
-            if c is None:
-                c = counters[entity]
-            if c >= COUNTER_LIMIT:
-                raise ModelError(f"more than {COUNTER_LIMIT} external events for entity "
-                                 f"{entity} in one episode")
-            used[entity] = c + 1
             add_entity(entity)
-            add_seq((entity << ORIGIN_SHIFT) | c)
             add_kind(k)
             add_payload(payload)
-        batch.distinct = len(used) == len(entities)
+        if entities:
+            self._number_actions(batch)
         return batch
+
+    def _number_actions(self, batch: ActionBatch) -> None:
+        """Give each action its sequence number: its entity's count of action events so
+        far this episode, plus its rank among the entity's actions in this batch (in
+        numpy: one big int per action made in Python costs more than the whole pass)."""
+        k = len(batch)
+        entity = np.array(batch.entities, np.int64)
+        positions = np.arange(k, dtype=np.int64)
+        marks = self._action_marks
+        marks[entity] = positions  # with repeats the last one wins: a mismatch shows them
+        batch.distinct = bool((marks[entity] == positions).all())
+        count = self._external_counters[entity]
+        if not batch.distinct:
+            seen: dict[int, int] = {}
+            rank = np.zeros(k, np.int64)
+            for i, e in enumerate(batch.entities):
+                rank[i] = seen.get(e, 0)
+                seen[e] = rank[i] + 1
+            count += rank
+        over = np.flatnonzero(count >= COUNTER_LIMIT)
+        if len(over):
+            raise ModelError(f"more than {COUNTER_LIMIT} external events for entity "
+                             f"{batch.entities[int(over[0])]} in one episode")
+        batch.entity_array = entity
+        batch.seq_array = (entity << ORIGIN_SHIFT) | count
+        batch.seqs = batch.seq_array.tolist()
 
     @property
     def pending(self) -> int:

@@ -397,3 +397,32 @@ def test_stats_count_events_and_cross_entity_emits():
     rt.reset(seed=0)
     rt.step({0: 0})
     assert rt.stats == {"events_run": 3, "emitted": 2, "cross_entity": 1}
+
+
+
+class _TwiceEach(RandomModel):
+    def action_events(self, actions):
+        return [ev for ev in super().action_events(actions) for _ in range(2)]
+
+
+@pytest.mark.parametrize("kind", ["serial", "seer"])
+def test_action_counters_name_the_entity_that_runs_out(kind):
+    """Action events are numbered per entity (two actions for one entity take two numbers);
+    the first action past the counter limit is refused with its entity named, and the
+    runtime is left as it was."""
+    from seer.events import COUNTER_LIMIT
+
+    model = _TwiceEach(20, seed=1)
+    rt = seer.make_runtime(model, kind, threads=2)
+    try:
+        rt.reset(0)
+        rt._external_counters[7] = COUNTER_LIMIT - 1  # room for one more
+        with pytest.raises(seer.ModelError, match=rf"^more than {COUNTER_LIMIT} external "
+                                                  r"events for entity 7 in one episode$"):
+            rt.step({3: 1, 7: 1})
+        assert rt._external_counters[7] == COUNTER_LIMIT - 1
+        assert rt._external_counters[3] == 0
+        rt.step({3: 1, 5: 1})
+        assert rt._external_counters[3] == 2 and rt._external_counters[5] == 2
+    finally:
+        rt.close()

@@ -477,12 +477,11 @@ class DualQueueRuntime(WindowedRuntime):
         if self._pool.threads == 1 or not batch.distinct or k < _SHARED_ACTIONS_MIN:
             super()._push_externals(batch)
             return
-        entities = np.array(batch.entities, np.int64)
-        self._action_slots[entities] = np.arange(k, dtype=np.int64)
+        self._action_slots[batch.entity_array] = np.arange(k, dtype=np.int64)
         self._pending_actions = batch
         # equal τ: already sorted for the calendar
-        self._calendar.extend_sorted(np.full(k, batch.t0), np.array(batch.seqs, np.int64),
-                                     entities)
+        self._calendar.extend_sorted(np.full(k, batch.t0), batch.seq_array,
+                                     batch.entity_array)
 
     def _hand_out_actions(self) -> None:
         """Give the workers the pending actions for the window about to run."""
