@@ -31,6 +31,7 @@ import struct
 import time
 from collections.abc import Callable
 from functools import partial
+from operator import itemgetter
 from types import MethodType
 from typing import Any, ClassVar
 
@@ -41,7 +42,6 @@ from seer.events import Event
 from seer.model import Context, Model, StateArrays, make_row, make_row_class
 from seer.queues import (
     NIL,
-    ArenaFullError,
     BufferLayout,
     EventArena,
     LeqWorker,
@@ -64,6 +64,7 @@ _heappush = heapq.heappush
 _heappop = heapq.heappop
 _NO_FAILURE = (1e999, 1 << 64)  # above every event key (constants: immortal)
 _tuple_new = tuple.__new__  # Event without its keyword-handling constructor
+_tau_of, _seq_of, _target_of = itemgetter(0), itemgetter(1), itemgetter(2)
 #: Fewer actions than this are made into events by the coordinator (not worth the slots).
 _SHARED_ACTIONS_MIN = 64
 _pack_double = struct.Struct("<d").pack
@@ -95,7 +96,7 @@ class WindowWorker:
                  "failure_key", "handlers", "heads", "heaps", "leq", "limit",
                  "outbox", "output_claimer", "overflow", "push", "runtime_limit_error",
                  "sealed",
-                 "send", "slab", "snapshot", "state", "stats")
+                 "send_all", "slab", "snapshot", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
@@ -112,7 +113,7 @@ class WindowWorker:
         self.leq = leq
         self.heads = leq.heads  # plain view of the intake heads (see run_entities)
         self.slab = leq.slab
-        self.send = leq.send  # the cross-event path: record + CAS push, one call
+        self.send_all = leq.send_all  # the cross-event path: records + CAS pushes
         self.claimer = claimer  # the assignment's claimer (windows)
         self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
@@ -237,24 +238,15 @@ class WindowWorker:
         outbox = self.outbox
         if not outbox:
             return
-        send = self.send
+        sent = self.send_all(outbox)
+        if sent < len(outbox):
+            # No record free: the coordinator places the rest after the window (they are
+            # for a later window, so nothing runs late). Slower, never wrong.
+            self.overflow += outbox[sent:]
         cal = self.cal
-        cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
-        for i, ev in enumerate(outbox):
-            try:
-                send(ev[2], ev)
-            except ArenaFullError:
-                # No record free: the coordinator places the rest after the window
-                # (they are for a later window, so nothing runs late). Slower, never wrong.
-                self.overflow += outbox[i:]
-                for rest in outbox[i:]:
-                    cal_t(rest[0])
-                    cal_s(rest[1])
-                    cal_e(rest[2])
-                break
-            cal_t(ev[0])
-            cal_s(ev[1])
-            cal_e(ev[2])
+        cal.tau.extend(map(_tau_of, outbox))
+        cal.seq.extend(map(_seq_of, outbox))
+        cal.entity.extend(map(_target_of, outbox))
         outbox.clear()
 
     def seal(self) -> None:

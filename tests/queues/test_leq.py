@@ -289,3 +289,20 @@ def test_send_stores_and_pushes_and_refuses_cleanly_when_the_arena_is_full(path)
     assert w.slab.free_count() + leqs.arena.pooled() == 4
     w.send(0, events[0])  # records freed by the merge are used again
     assert w.merge(0) == [events[0]]
+
+
+def test_send_all_sends_in_order_and_stops_where_the_arena_runs_out(path):
+    from seer.events import Event
+
+    leqs = LocalEventQueues.create(3, 4, batch=2)
+    w = leqs.worker(leqs.arena.slab(0), path)
+    events = [Event(float(k), k, k % 3, 0, k) for k in range(6)]
+    assert w.send_all(events) == 4  # four records: the last two are not pushed
+    got = sorted(ev for e in range(3) for ev in w.merge(e))
+    assert got == events[:4]
+    assert w.send_all([]) == 0
+    for e in range(3):
+        w.merge(e).clear()
+    assert w.send_all(events[4:]) == 2  # the merge freed the records
+    with pytest.raises(IndexError, match=r"LEQ of entity 3 out of range\(3\)"):
+        w.send_all([Event(1.0, 9, 3, 0, None)])
