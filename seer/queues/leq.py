@@ -175,7 +175,7 @@ class LeqWorker:
         self._epochs = leqs.epochs
         self._next = slab.next
         # The slab's own free list, side table and limit, for the inlined store and
-        # consume of send() and merge() (this worker's thread is the slab's only user).
+        # consume of send_all() and _drain() (this worker's thread is the slab's only user).
         self._free, self._side, self._high = slab.free_list, slab.side, slab.high
         self.heads = memoryview(leqs.words.array).cast("B").cast("q")
         self._merged_in = memoryview(leqs.merged_in).cast("B").cast("q")
@@ -253,28 +253,12 @@ class LeqWorker:
 
     def send(self, entity: int, event: Event) -> None:
         """Store ``event`` in a new record of this worker's slab and push it to
-        ``entity``'s intake: :meth:`ArenaSlab.store` and :meth:`push` in one frame (the
-        cross-entity path of the windowed runtime). Raises :class:`ArenaFullError`, with
-        nothing pushed, when no record is free."""
+        ``entity``'s intake (:meth:`ArenaSlab.store`, then :meth:`push`). Raises
+        :class:`ArenaFullError`, with nothing pushed, when no record is free. The windowed
+        runtime sends whole batches with :meth:`send_all`."""
         if not 0 <= entity < self._n:
-            self._check(entity)
-        free = self._free
-        h = free.pop() if free else self.slab.alloc()
-        self._side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK] = event
-        if not self._fast:
-            self.push_chain(entity, h)
-            return
-        nxt, s = self._next, self._s
-        expected = self.heads[self.offset + entity]
-        word, cas = self._push_words + entity, self._cas
-        while True:  # push_chain's loop for one record; see there
-            nxt[h] = expected
-            s[0] = expected
-            s[1] = h
-            if cas(word, self._expected, self._desired, ACQ_REL, ACQUIRE):
-                return
-            expected = s[0]
-            self.cas_retries += 1
+            self._check(entity)  # before a record is taken
+        self.push_chain(entity, self.slab.store(event))
 
     def send_all(self, events: list[Event]) -> int:
         """:meth:`send` each event of ``events`` to its target (``event[2]``), in order, in
@@ -349,17 +333,7 @@ class LeqWorker:
             h = heads[word]
             if h != NIL:
                 heads[word] = NIL
-                # _drain, inlined: most merges take one chain, from here
-                nxt, side, free, push = self._next, self._side, self._free, heapq.heappush
-                while h != NIL:
-                    following = nxt[h]  # read the link before the record is reused
-                    chunk = side[h >> SIDE_CHUNK_BITS]
-                    push(heap, chunk[h & SIDE_MASK])
-                    chunk[h & SIDE_MASK] = None
-                    free.append(h)
-                    h = following
-                if len(free) > self._high:
-                    self.slab.trim()
+                self._drain(h, heap)
             merged_in, epoch = self._merged_in, self.epoch
             if merged_in[entity] == epoch - 1:
                 # That merge emptied this parity's word; what is there now was pushed in
