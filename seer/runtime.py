@@ -108,8 +108,13 @@ class ActionBatch:
     def __len__(self) -> int:
         return len(self.entities)
 
+    def event(self, i: int) -> Event:
+        """Event ``i``, as an :class:`Event` tuple."""
+        return _tuple_new(Event, (self.t0, self.seqs[i], self.entities[i], self.kinds[i],
+                                  self.payloads[i]))
+
     def events(self) -> list[Event]:
-        """The events, as :class:`Event` tuples."""
+        """All the events, as :class:`Event` tuples (:meth:`event` for each, in one pass)."""
         t0 = self.t0
         return [_tuple_new(Event, (t0, seq, e, k, payload)) for seq, e, k, payload
                 in zip(self.seqs, self.entities, self.kinds, self.payloads, strict=True)]

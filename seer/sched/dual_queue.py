@@ -63,7 +63,6 @@ _ns = time.perf_counter_ns
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 _NO_FAILURE = (1e999, 1 << 64)  # above every event key (constants: immortal)
-_tuple_new = tuple.__new__  # Event without its keyword-handling constructor
 _tau_of, _seq_of, _target_of = itemgetter(0), itemgetter(1), itemgetter(2)
 #: Fewer actions than this are made into events by the coordinator (not worth the slots).
 _SHARED_ACTIONS_MIN = 64
@@ -95,8 +94,7 @@ class WindowWorker:
     __slots__ = ("actions", "cal", "claimer", "contexts", "cur", "events", "failure",
                  "failure_key", "handlers", "heads", "heaps", "leq", "limit",
                  "outbox", "output_claimer", "overflow", "push", "runtime_limit_error",
-                 "sealed",
-                 "send_all", "slab", "snapshot", "state", "stats")
+                 "sealed", "send_all", "slab", "snapshot", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
@@ -217,8 +215,7 @@ class WindowWorker:
         slots, batch = self.actions
         i = slots[e]
         slots[e] = -1
-        _heappush(heap, _tuple_new(Event, (batch.t0, batch.seqs[i], e, batch.kinds[i],
-                                           batch.payloads[i])))
+        _heappush(heap, batch.event(i))
 
     def _failed(self, exc: BaseException, ev: Event) -> tuple[float, int]:
         """Record ``exc`` from event ``ev``; return the bound for the rest of the window."""
@@ -492,9 +489,7 @@ class DualQueueRuntime(WindowedRuntime):
         if len(left):
             heaps = self._heaps
             for e in left.tolist():
-                i = int(slots[e])
-                _heappush(heaps[e], _tuple_new(Event, (batch.t0, batch.seqs[i], e,
-                                                       batch.kinds[i], batch.payloads[i])))
+                _heappush(heaps[e], batch.event(int(slots[e])))
             slots[left] = -1
 
     # -- windows ---------------------------------------------------------------------------
