@@ -87,7 +87,6 @@ class GlobalQueueRuntime(ThreadedRuntime):
 
     def _resize_threads(self, threads: int) -> None:
         self._pool.resize(threads)
-        self._threads = threads
         self._make_workers()
 
     # -- event placement -------------------------------------------------------------------

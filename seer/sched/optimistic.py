@@ -713,7 +713,6 @@ class OptimisticRuntime(ThreadedRuntime):
 
     def _resize_threads(self, threads: int) -> None:
         self._pool.resize(threads)
-        self._threads = threads
         self._shared.resize(threads)
         self._block_binding()
         self._make_workers()

@@ -137,12 +137,25 @@ class ThreadedRuntime(Runtime):
         with self._operation("resize"):
             self._check_open()
             threads = validate_threads(threads)
-            self._resize_threads(threads)
-            self._threads = threads
+            previous, self._threads = self._threads, threads
+            try:
+                self._resize_threads(threads)
+            except BaseException as exc:
+                # Threads and per-thread state may now disagree: go back to the old count,
+                # and if even that fails the runtime cannot be trusted with another step.
+                self._threads = previous
+                try:
+                    self._resize_threads(previous)
+                except BaseException:
+                    self._break(f"resize to {threads} threads failed ({exc!r}), and so did "
+                                f"going back to {previous}")
+                raise
             self._trace_threads()
 
     def _resize_threads(self, threads: int) -> None:
-        """Grow or shrink this runtime's threads to ``threads``."""
+        """Grow or shrink this runtime's threads to ``threads``. ``self._threads`` already
+        says ``threads``, so per-thread state sized from it gets the new count. If this
+        raises, :meth:`resize` calls it again with the old count."""
         raise NotImplementedError
 
     def _release(self) -> None:

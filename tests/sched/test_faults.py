@@ -16,7 +16,7 @@ import pytest
 import seer
 from seer.testing import RandomModel
 
-RUNTIMES = ["serial", "seer", "static", "static-block", "global", "executor"]
+RUNTIMES = ["serial", "seer", "static", "static-block", "global", "executor", "optimistic"]
 PARALLEL = [r for r in RUNTIMES if r != "serial"]
 WAIT = 20.0  # seconds any scenario may wait for a thread before it counts as a hang
 
@@ -345,6 +345,63 @@ def test_one_thread_cap_for_every_runtime(runtime):
             call()
 
 
+def _failing_resize(monkeypatch, rt, failures: int) -> list[int]:
+    """Make ``rt``'s next ``failures`` calls of ``_resize_threads`` raise after the real one
+    ran (threads and workers already changed): the worst moment to fail. Returns the list
+    of thread counts it was called with."""
+    real, calls = type(rt)._resize_threads, []
+
+    def resize_then_fail(self, threads):
+        calls.append(threads)
+        real(self, threads)
+        if len(calls) <= failures:
+            raise RuntimeError(f"injected failure {len(calls)}")
+
+    monkeypatch.setattr(type(rt), "_resize_threads", resize_then_fail)
+    return calls
+
+
+@pytest.mark.parametrize("runtime", PARALLEL)
+def test_a_failed_resize_goes_back_to_the_old_thread_count(runtime, monkeypatch):
+    model = Gate()
+    model.release.set()
+    rt = seer.make_runtime(model, runtime, threads=2)
+    try:
+        rt.reset(0)
+        rt.step()
+        calls = _failing_resize(monkeypatch, rt, failures=1)
+        with pytest.raises(RuntimeError, match="injected failure 1"):
+            rt.resize(3)
+        assert calls == [3, 2]
+        assert rt.stats["threads"] == 2
+        if rt.pool is not None:
+            assert rt.pool.threads == 2
+        for _ in range(3):
+            rt.step()
+        assert _state(rt) == _reference(4)
+    finally:
+        rt.close()
+
+
+@pytest.mark.parametrize("runtime", PARALLEL)
+def test_a_resize_that_cannot_go_back_breaks_the_runtime(runtime, monkeypatch):
+    model = Gate()
+    model.release.set()
+    before = threading.active_count()
+    rt = seer.make_runtime(model, runtime, threads=2)
+    rt.reset(0)
+    _failing_resize(monkeypatch, rt, failures=2)
+    with pytest.raises(RuntimeError, match="injected failure 1"):
+        rt.resize(3)
+    with pytest.raises(seer.RuntimeStateError, match="resize to 3 threads failed"):
+        rt.step()
+    rt.close()  # still allowed, and leaves no thread behind
+    deadline = time.monotonic() + WAIT
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before
+
+
 class BadEmits(seer.Model):
     kinds = ("go",)
     fields = {"x": ((), np.int64)}  # noqa: RUF012
@@ -422,7 +479,8 @@ print("exiting", flush=True)
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("runtime", ["seer", "static", "static-block", "global"])
+@pytest.mark.parametrize("runtime", ["seer", "static", "static-block", "global",
+                                     "optimistic"])
 def test_a_second_ctrl_c_returns_from_a_handler_that_never_returns(runtime):
     import signal
     import subprocess

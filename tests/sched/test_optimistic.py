@@ -5,6 +5,10 @@ leaks; usable after a failure.
 Rollbacks depend on timing. The tests that must see them force them with a handshake: a
 handler on thread 0 waits (outside the model's state) until another thread has run ahead
 in model time, then sends it a straggler.
+
+Misuse and faults that every parallel runtime must survive (a second operation during a
+step, a failed resize, Ctrl-C on a handler that never returns, bad actions and seeds) are
+tested for this runtime with the others, in ``test_faults.py``.
 """
 
 from __future__ import annotations
@@ -442,59 +446,6 @@ def test_keyboard_interrupt_leaves_no_worker_running():
     rt.close()
 
 
-class Gate(seer.Model):
-    kinds = ("tick",)
-    fields = {"x": ((), np.int64)}  # noqa: RUF012
-    lookahead = 1.0
-
-    def __init__(self, n: int = 12) -> None:
-        super().__init__(n)
-        self.inside = threading.Event()
-        self.release = threading.Event()
-
-    def init_entity(self, ctx):
-        ctx.emit(ctx.id, 0.5, "tick")
-
-    def on_tick(self, ctx, event):
-        ctx.row.x += int(ctx.now * 10) + ctx.id
-        if ctx.id == 0 and int(ctx.now) == 1:
-            self.inside.set()
-            assert self.release.wait(WAIT), "the test never released the gate"
-        ctx.emit(ctx.id, 1.0, "tick")
-
-    def outputs(self, entity, state, start):
-        return int(state.x[entity]), 0.0, False, False, {}
-
-
-@pytest.mark.timeout(120)
-def test_a_second_operation_during_a_step_is_refused():
-    model = Gate()
-    rt = seer.make_runtime(model, "optimistic", threads=3)
-    try:
-        rt.reset(0)
-        rt.step()
-        box = []
-        t = threading.Thread(target=lambda: box.append(rt.step()))
-        t.start()
-        assert model.inside.wait(WAIT)
-        for call in (rt.step, lambda: rt.reset(1), lambda: rt.resize(2), rt.close):
-            with pytest.raises(seer.RuntimeStateError, match=r"refused: step\(\) is already"):
-                call()
-        model.release.set()
-        t.join(WAIT)
-        assert not t.is_alive() and box
-        rt.step()
-        ref = seer.SerialRuntime(Gate())
-        ref.model.release.set()
-        ref.reset(0)
-        for _ in range(3):
-            ref.step()
-        assert rt.state.x.tobytes() == ref.state.x.tobytes()
-    finally:
-        model.release.set()
-        rt.close()
-
-
 # -- stress, resize, rebinding, options -------------------------------------------------------
 @pytest.mark.timeout(120)
 def test_many_steps_on_four_threads_with_rebinding():
@@ -584,67 +535,3 @@ def test_trace_records_one_slice_per_thread_and_step():
         assert isinstance(rt.trace.to_chrome(), dict)
     finally:
         rt.close()
-
-
-STUCK_CHILD = r'''
-import sys, threading
-import numpy as np
-import seer
-
-class Stuck(seer.Model):
-    kinds = ("tick",)
-    fields = {"x": ((), np.int64)}
-    lookahead = 1.0
-
-    def init_entity(self, ctx):
-        ctx.emit(ctx.id, 0.5, "tick")
-
-    def on_tick(self, ctx, event):
-        if threading.current_thread() is not threading.main_thread():
-            print("stuck", ctx.id, flush=True)
-            while True:  # a handler that never returns, on a worker thread
-                pass
-        ctx.row.x += 1
-
-rt = seer.make_runtime(Stuck(16), "optimistic", threads=2)
-rt.reset(0)
-try:
-    rt.step()
-except KeyboardInterrupt:
-    print("interrupted", flush=True)
-try:
-    rt.step()
-except seer.RuntimeStateError as exc:
-    print("refused:", exc, flush=True)
-rt.close()
-print("exiting", flush=True)
-'''
-
-
-@pytest.mark.timeout(120)
-def test_a_second_ctrl_c_returns_from_a_handler_that_never_returns():
-    import signal
-    import subprocess
-    import sys
-
-    child = subprocess.Popen([sys.executable, "-c", STUCK_CHILD], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    try:
-        line = child.stdout.readline()
-        assert line.startswith("stuck"), line + child.stderr.read()
-        entity = int(line.split()[1])
-        time.sleep(0.3)  # the caller has gone idle, waiting for the stuck thread
-        child.send_signal(signal.SIGINT)  # first: ask the threads to stop (one never does)
-        time.sleep(0.5)
-        child.send_signal(signal.SIGINT)  # second: give up on it
-        out, err = child.communicate(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == 0, err
-    lines = out.splitlines()
-    assert lines[0] == "interrupted"
-    assert lines[1].startswith("refused: ") and "is unusable" in lines[1]
-    assert f"in entity {entity}'s handler of the event at t=0.5" in lines[1]
-    assert lines[-1] == "exiting"
