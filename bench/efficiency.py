@@ -42,7 +42,7 @@ from bench.bench_capacity import capacity_now
 from bench.bench_queues import on_threads
 from bench.bench_runtimes import make_model
 from bench.labels import parse_runtime
-from bench.markdown import table
+from bench.markdown import not_measured, table
 from seer.cli import interpreter_facts
 from seer.sched.blas import blas_cap
 
@@ -224,9 +224,7 @@ def section(result: dict[str, Any] | None) -> list[str]:
     """The RESULTS.md section: goals, then a table per workload."""
     title = "## Parallel efficiency: speed-up and the CPU time it costs"
     if result is None:
-        return [title, "", "Not measured: run `.venv/bin/python -m bench.efficiency --out "
-                "bench/results/efficiency.json` (or `python -m bench.report --only "
-                "efficiency`).", ""]
+        return not_measured(title, "efficiency")
     out = [title, "",
            f"Command: `{result['command']}` ({result['rounds']} rounds of "
            f"{result['steps']} steps per runtime, runtimes taking turns). Parallel "

@@ -16,7 +16,8 @@ from bench.sizes import ALL, PEERS, Sizes
 from bench.stats import Part, capacity
 from seer.cli import interpreter_facts
 
-__all__ = ["goals", "pursuit", "ratios", "stpa_goals", "table", "write_results"]
+__all__ = ["goals", "not_measured", "pursuit", "ratios", "stpa_goals", "table",
+           "write_results"]
 
 READING = Path(__file__).resolve().parent / "READING.md"
 #: the pooled peers SEER is meant to beat
@@ -32,6 +33,14 @@ AGREE_P = 0.01
 PURSUIT_STATISTICS = {"catches": "evaders caught per episode",
                       "length": "episode length (steps)",
                       "reward": "mean reward per pursuer per step"}
+
+
+def not_measured(title: str, part: str, needs: str = "") -> list[str]:
+    """A report section whose result file is missing: the title and how to make the file
+    (``needs``: what it needs installed, said after the commands)."""
+    return [title, "", f"Not measured: run `.venv/bin/python -m bench.{part} --out "
+            f"bench/results/{part}.json` (or `python -m bench.report --only {part}`)"
+            + (f"; needs {needs}." if needs else "."), ""]
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -303,8 +312,7 @@ def _stpa(stpa: dict | None) -> list[str]:
     preflight cost, with the commands that produced them."""
     title = "## STPA: thread-count prediction and preflight cost"
     if stpa is None:
-        return [title, "", "Not measured: run `.venv/bin/python -m bench.stpa` (or "
-                "`python -m bench.report --only stpa`).", ""]
+        return not_measured(title, "stpa")
     ev, pre, data = stpa["evaluation"], stpa["preflight"], stpa["dataset"]
     got = data.get("collected", {})
     machine = got.get("machine", {})
@@ -411,9 +419,8 @@ def pursuit(result: dict | None) -> list[str]:
                 "--workload pursuit` (pyperf, side by side with serial); not yet part of "
                 "this report.")
     if result is None:
-        return [title, "", "Not measured: run `.venv/bin/python -m bench.pursuit` (or "
-                "`python -m bench.report --only pursuit`; needs PettingZoo, the `marl` "
-                "extra).", "", parallel, ""]
+        return [*not_measured(title, "pursuit", "PettingZoo, the `marl` extra"), parallel,
+                ""]
     sp, ag = result["speed"], result["agreement"]
     size = sp["size"]
     where = (f"{size['x_size']}x{size['y_size']}, {size['n_pursuers']} pursuers, "

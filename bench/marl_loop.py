@@ -334,13 +334,12 @@ def _headline(name: str, w: dict[str, Any]) -> list[str]:
 
 def section(result: dict | None) -> list[str]:
     """Markdown lines of the MARL-loop part of RESULTS.md (``None``: not measured)."""
-    from bench.markdown import table
+    from bench.markdown import not_measured, table
 
     title = "## The MARL loop end to end: batched policy inference + SEER stepping"
     if result is None:
-        return [title, "", "Not measured: run `.venv/bin/python -m bench.marl_loop` (or "
-                "`python -m bench.report --only marl_loop`; needs torch, the `stpa` extra, "
-                "and PettingZoo, the `marl` extra).", ""]
+        return not_measured(title, "marl_loop", "torch, the `stpa` extra, and PettingZoo, "
+                            "the `marl` extra")
     ws = result["workloads"]
     cap = result.get("capacity", {})
     out = [title, "",

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.host import cpu_model
+from bench.markdown import not_measured
 
 __all__ = ["PAPER", "RUNTIMES", "main", "measure_child", "section"]
 
@@ -218,8 +219,7 @@ def section(result: dict | None) -> list[str]:
     """Markdown lines of the memory part of RESULTS.md (``None``: not measured)."""
     title = "## Memory per runtime"
     if result is None:
-        return [title, "", "Not measured: run `.venv/bin/python -m bench.memory --out "
-                "bench/results/memory.json` (or `python -m bench.report --only memory`).", ""]
+        return not_measured(title, "memory")
     rows = result["rows"]
     head = ["workload", "runtime", "RSS peak MiB", "RSS over base MiB",
             "tracemalloc peak MiB", "traced / seer(2)", "rollback rate",

@@ -260,13 +260,11 @@ def _ms(seconds: float) -> str:
 
 def section(result: dict | None) -> list[str]:
     """The report's section: throughput table, round-trip overhead, profiler, notes."""
-    from bench.markdown import table
+    from bench.markdown import not_measured, table
 
     title = "## More than one machine: replicas on Dask"
     if result is None:
-        return [title, "", "Not measured: run `.venv/bin/python -m bench.replicas` (or "
-                "`python -m bench.report --only replicas`; needs the `distributed` "
-                "extra).", ""]
+        return not_measured(title, "replicas", "the `distributed` extra")
     m = result["model"]
     model = f"`{m['spec'].split(':')[1]}({', '.join(f'{a}={v}' for a, v in m['kwargs'].items())})`"
     facts = result.get("host", {})

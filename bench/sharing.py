@@ -24,7 +24,7 @@ import pyperf
 
 from bench.bench_capacity import capacity_now
 from bench.bench_sharing import MODES, OPS
-from bench.markdown import table
+from bench.markdown import not_measured, table
 
 __all__ = ["main", "section"]
 
@@ -65,9 +65,7 @@ def section(result: dict[str, Any] | None) -> list[str]:
     """The RESULTS.md section: one row per operation."""
     title = "## What a handler's operations cost on one thread and beside another"
     if result is None:
-        return [title, "", "Not measured: run `.venv/bin/python -m bench.sharing --out "
-                "bench/results/sharing.json` (or `python -m bench.report --only sharing`).",
-                ""]
+        return not_measured(title, "sharing")
     rows = []
     for name, f in result["seconds_per_op"].items():
         one = f["1T"]

@@ -86,7 +86,7 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
     models = stpa["preflight"]["models"]
     assert len(models) == 3 and all(m["fraction"] > 0 and m["steps"] == 2 for m in models)
     # the pursuit part in smoke mode: tiny speed sizes, 4 short episodes each
-    assert "Not measured: run `.venv/bin/python -m bench.pursuit`" not in text
+    assert "Not measured: run `.venv/bin/python -m bench.pursuit " not in text
     pursuit = json.loads((tmp_path / "pursuit.json").read_text())
     assert pursuit["speed"]["size"]["x_size"] == 32 and pursuit["agreement"]["episodes"] == 4
     assert pursuit["speed"]["pettingzoo_s_per_step"] > 0

@@ -51,7 +51,7 @@ def test_plots_only_without_pursuit_results_says_not_measured(tmp_path):
     # result sets from before bench.pursuit have no pursuit.json: the report still renders
     _, text = _render_without(tmp_path, "pursuit.json")
     assert "## Pursuit: the port against PettingZoo" in text
-    assert "Not measured: run `.venv/bin/python -m bench.pursuit`" in text
+    assert "Not measured: run `.venv/bin/python -m bench.pursuit " in text
     assert "python -m bench.bench_runtimes --workload pursuit" in text
     assert "## STPA" in text and "### Held-out accuracy" in text  # the rest is unchanged
 
