@@ -306,9 +306,11 @@ class ManyFailures(RandomModel):
         super().on_ping(ctx, event)
 
 
-def _first_failure(runtime: str, threads: int) -> tuple:
+def _first_failure(runtime: str, threads: int, **options) -> tuple:
+    """(step, entity, kind, κ, cause) of the failure ``runtime`` reports for
+    :class:`ManyFailures` (``options`` go to the runtime)."""
     model = ManyFailures(90, seed=9, fanout=3, cost_us=5, lookahead=0.4)
-    rt = seer.make_runtime(model, runtime, threads=threads)
+    rt = seer.make_runtime(model, runtime, threads=threads, **options)
     try:
         rt.reset(1)
         with pytest.raises(seer.HandlerError) as info:

@@ -13,8 +13,6 @@ tested for this runtime with the others, in ``test_faults.py``.
 
 from __future__ import annotations
 
-import _thread
-import gc
 import threading
 import time
 
@@ -32,6 +30,8 @@ from seer.testing import (
     assert_states_identical,
     random_models,
 )
+from tests.sched.test_faults import _first_failure
+from tests.sched.test_stress import Exploding
 
 THREADS = [1, 2, 3, 4, 5, 6, 7, 8]
 WAIT = 20.0
@@ -280,95 +280,12 @@ def test_a_failure_on_re_execution_is_the_error_serial_reports(threads):
 
 
 # -- failures ------------------------------------------------------------------------------------
-class ManyFailures(RandomModel):
-    """Several entities fail in the same step, at different κ."""
-
-    fail_step = 2
-
-    def on_act(self, ctx, event):
-        if int(ctx.now) == self.fail_step and ctx.id % 3 == 1:
-            raise ValueError(f"entity {ctx.id} fails")
-        super().on_act(ctx, event)
-
-    def on_ping(self, ctx, event):
-        if int(ctx.now) == self.fail_step and ctx.id % 5 == 2:
-            raise KeyError(f"entity {ctx.id} fails on a ping")
-        super().on_ping(ctx, event)
-
-
-def _first_failure(runtime: str, threads: int, **options) -> tuple:
-    model = ManyFailures(60, seed=9, fanout=3, lookahead=0.4)
-    rt = seer.make_runtime(model, runtime, threads=threads, **options)
-    try:
-        rt.reset(1)
-        with pytest.raises(seer.HandlerError) as info:
-            for t in range(5):
-                rt.step(model.sample_actions(t))
-        err = info.value
-        return (err.step, err.entity, err.kind, tuple(err.event[:2]),
-                type(err.__cause__).__name__)
-    finally:
-        rt.close()
-
-
 @pytest.mark.timeout(120)
 def test_the_reported_failure_is_the_one_serial_meets_first():
     expected = _first_failure("serial", 1)
     for threads in (1, 2, 3, 4):
         for options in ({}, {"checkpoint_every": 4}):
             assert _first_failure("optimistic", threads, **options) == expected
-
-
-class Runaway(seer.Model):
-    kinds = ("tick",)
-    fields = {"x": ((), np.int64)}  # noqa: RUF012
-    lookahead = 0.5
-
-    def __init__(self, n: int = 6) -> None:
-        super().__init__(n)
-        self.runaway = True
-
-    def init_entity(self, ctx):
-        ctx.emit(ctx.id, 0.0, "tick")
-
-    def on_tick(self, ctx, event):
-        ctx.row.x += 1
-        tiny = self.runaway and ctx.id == 2 and ctx.now >= 1.0
-        ctx.emit(ctx.id, 1e-12 if tiny else 1.0, "tick")
-
-    def outputs(self, entity, state, start):
-        return None, 0.0, False, False, {}
-
-
-@pytest.mark.timeout(120)
-def test_max_events_per_step_stops_a_runaway_step():
-    model = Runaway()
-    rt = seer.make_runtime(model, "optimistic", threads=3, max_events_per_step=3000)
-    try:
-        rt.reset(0)
-        rt.step()
-        with pytest.raises(seer.StepLimitError, match=r"max_events_per_step=3000") as info:
-            rt.step()
-        assert info.value.step == 1
-        with pytest.raises(seer.RuntimeStateError, match="previous step failed"):
-            rt.step()
-        model.runaway = False
-        rt.reset(0)
-        for _ in range(3):
-            rt.step()
-        assert rt.state.x.tolist() == [3] * 6
-    finally:
-        rt.close()
-
-
-class Exploding(RandomModel):
-    fail_step = 3
-    fail_entity = 5
-
-    def on_act(self, ctx, event):
-        if ctx.id == self.fail_entity and int(ctx.now) == self.fail_step:
-            raise ArithmeticError(f"boom at step {self.fail_step}")
-        super().on_act(ctx, event)
 
 
 @pytest.mark.timeout(120)
@@ -393,57 +310,6 @@ def test_handler_error_then_reset_and_a_correct_run_without_thread_leaks():
     assert_states_identical(ref, rt)
     rt.close()
     assert threading.active_count() == before
-
-
-@pytest.mark.timeout(120)
-def test_dropped_runtimes_after_a_failed_step_release_their_threads():
-    before = threading.active_count()
-    for _ in range(4):
-        model = Exploding(20, seed=2, fanout=2)
-        model.fail_entity = next(e for e in model._actors if e % 4 == 2)
-        rt = seer.make_runtime(model, "optimistic", threads=3)
-        rt.reset(1)
-        with pytest.raises(seer.HandlerError):
-            for t in range(5):
-                rt.step(model.sample_actions(t))
-        pool = rt.pool
-        assert pool._errors == [] and pool._published[1] is None
-        del rt, pool
-    gc.collect()
-    deadline = time.monotonic() + WAIT
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert threading.active_count() == before
-
-
-class Interrupting(RandomModel):
-    armed = True
-
-    def on_act(self, ctx, event):
-        if self.armed and ctx.id == self._actors[-1] and int(ctx.now) == 2:
-            _thread.interrupt_main()
-            time.sleep(0.05)
-        super().on_act(ctx, event)
-
-
-@pytest.mark.timeout(120)
-def test_keyboard_interrupt_leaves_no_worker_running():
-    model = Interrupting(60, seed=5, fanout=2, cost_us=20)
-    rt = seer.make_runtime(model, "optimistic", threads=3)
-    rt.reset(0)
-    with pytest.raises(KeyboardInterrupt):
-        for t in range(6):
-            rt.step(model.sample_actions(t))
-    assert rt.pool.busy == 0
-    model.armed = False
-    ref = seer.SerialRuntime(model)
-    rt.reset(0)
-    ref.reset(0)
-    for t in range(4):
-        rt.step(model.sample_actions(t))
-        ref.step(model.sample_actions(t))
-    assert_states_identical(ref, rt)
-    rt.close()
 
 
 # -- stress, resize, rebinding, options -------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 import seer
 from seer.testing import RandomModel, assert_equivalent
 
-KINDS = ["seer", "static", "static-block", "global", "executor"]
+KINDS = ["seer", "static", "static-block", "global", "executor", "optimistic"]
 
 
 def step_beside_serial(rt, model, seed, steps):
