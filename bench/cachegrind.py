@@ -48,7 +48,7 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.compare import ROOT, check_imports, git, worktree_env, worktrees
+from bench.compare import ROOT, check_imports, commits_of, worktree_env, worktrees
 from bench.markdown import table
 
 __all__ = ["Counts", "counts_per_step", "main", "parse", "top_differences"]
@@ -191,11 +191,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     profiles: dict[str, Counts] = {}
     try:
         if args.revs:
-            try:
-                commits = [git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-                           for rev in args.revs]
-            except subprocess.CalledProcessError:
-                parser.error(f"{args.revs[0]!r} or {args.revs[1]!r} is not a commit of {ROOT}")
+            commits = commits_of(parser, args.revs)
             with worktrees(commits) as trees:
                 for tree in trees:
                     check_imports(tree)

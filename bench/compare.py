@@ -53,7 +53,8 @@ from typing import NamedTuple
 from bench.markdown import table
 from bench.stats import Runs, load
 
-__all__ = ["Row", "compare", "format_table", "main", "summarise", "verdict", "worktrees"]
+__all__ = ["Row", "commits_of", "compare", "format_table", "main", "summarise", "verdict",
+           "worktrees"]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: one round's run shape unless the arguments give their own
@@ -76,6 +77,15 @@ def git(*args: str, cwd: Path = ROOT) -> str:
         raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout,
                                             proc.stderr)
     return proc.stdout.strip()
+
+
+def commits_of(parser: argparse.ArgumentParser, revs: list[str]) -> list[str]:
+    """The full commit hash of each revision; a parser error naming them if one is not a
+    commit of this repository."""
+    try:
+        return [git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}") for rev in revs]
+    except subprocess.CalledProcessError:
+        parser.error(f"{' or '.join(map(repr, revs))} is not a commit of {ROOT}")
 
 
 @contextmanager
@@ -292,11 +302,7 @@ def main(argv: list[str] | None = None) -> None:
         bench_args = [*DEFAULT_ROUND, *bench_args]
     if not flags & {"-l", "--loops"}:
         bench_args = [*DEFAULT_LOOPS, *bench_args]
-    try:
-        commits = [git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-                   for rev in (args.rev_a, args.rev_b)]
-    except subprocess.CalledProcessError:
-        parser.error(f"{args.rev_a!r} or {args.rev_b!r} is not a commit of {ROOT}")
+    commits = commits_of(parser, [args.rev_a, args.rev_b])
     results = args.results or Path(tempfile.mkdtemp(prefix="seer-compare-results-"))
     results.mkdir(parents=True, exist_ok=True)
     try:
@@ -314,11 +320,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _main_cpu(parser: argparse.ArgumentParser, args: argparse.Namespace,
               steptime_args: list[str]) -> None:
-    try:
-        commits = [git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-                   for rev in (args.rev_a, args.rev_b)]
-    except subprocess.CalledProcessError:
-        parser.error(f"{args.rev_a!r} or {args.rev_b!r} is not a commit of {ROOT}")
+    commits = commits_of(parser, [args.rev_a, args.rev_b])
     try:
         a, b = compare_cpu(commits, args.rounds, args.cpu, steptime_args)
     except RuntimeError as e:

@@ -223,11 +223,11 @@ def goal_rows(result: dict[str, Any]) -> list[list[str]]:
         else:
             # lead over each peer: time(peer) / time(seer(2)), per round, median; the
             # goal is read against the peer it is smallest for
-            leads = {p: _paired(r[p]["wall_s"], r["seer(2)"]["wall_s"]) for p in who}
+            per_peer = {p: _ratios(r[p]["wall_s"], r["seer(2)"]["wall_s"]) for p in who}
+            leads = {p: statistics.median(v) for p, v in per_peer.items()}
             closest = min(leads, key=leads.get)
-            value = leads[closest]
+            value, rounds = leads[closest], per_peer[closest]
             ok, shown = value >= goal, ">="
-            rounds = _ratios(r[closest]["wall_s"], r["seer(2)"]["wall_s"])
         spread = f" ({min(rounds):.2f}-{max(rounds):.2f})" if len(rounds) > 1 else ""
         rows.append([text, f"{shown} {goal:g}", f"{value:.2f}{spread}",
                      "yes" if ok else "**no**", bound])
