@@ -609,11 +609,19 @@ def _identity(points: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 # -- the report ------------------------------------------------------------------------------
-def render(results_dir: Path, out_md: Path, figures: Path) -> None:
+READING = HERE / "READING-manycore.md"
+
+
+def render(results_dir: Path, out_md: Path, figures: Path,
+           reading: Path | None = None) -> None:
     """Write ``out_md`` (RESULTS-manycore.md) and its figures into ``figures`` from the files
-    of a study in ``results_dir``; where nothing was measured, say so."""
+    of a study in ``results_dir``; where nothing was measured, say so. ``reading``: a
+    hand-written reading of the run (see :func:`reading_lines`), placed after the machine
+    table."""
     results_dir, out_md, figures = Path(results_dir), Path(out_md), Path(figures)
     data = load_results(results_dir)
+    if reading is not None:
+        data["reading"] = reading_lines(reading, data["sessions"])
     drawn: list[str] = []
     note = ""
     if any(data["points"].values()):
@@ -624,6 +632,25 @@ def render(results_dir: Path, out_md: Path, figures: Path) -> None:
     out_md.parent.mkdir(parents=True, exist_ok=True)
     rel = os.path.relpath(figures, out_md.parent)
     out_md.write_text("\n".join(markdown(data, [f"{rel}/{f}" for f in drawn], note)) + "\n")
+
+
+def reading_lines(path: Path, sessions: list[dict[str, Any]]) -> list[str]:
+    """The reading in ``path`` if it reads exactly these sessions, else one line that says why
+    it was left out. Its first line names them: ``<!-- sessions: session-... session-... -->``,
+    so a reading written for one run never appears under another run's figures."""
+    if not path.exists():
+        return []
+    text = path.read_text().strip()
+    first, _, body = text.partition("\n")
+    names = first.removeprefix("<!-- sessions:").removesuffix("-->").split()
+    if not first.startswith("<!-- sessions:") or not names:
+        return [f"`{path.name}` does not name the sessions it reads (its first line must be "
+                "`<!-- sessions: session-... -->`): left out.", ""]
+    have = sorted(s.get("session", "?") for s in sessions)
+    if sorted(names) != have:
+        return [f"`{path.name}` reads {', '.join(sorted(names))}, not the sessions here "
+                f"({', '.join(have) or 'none'}): left out; write one for these.", ""]
+    return [body.strip(), ""]
 
 
 def markdown(data: dict[str, Any], figures: list[str], note: str = "") -> list[str]:
@@ -640,6 +667,7 @@ def markdown(data: dict[str, Any], figures: list[str], note: str = "") -> list[s
             "runtime; steps/s = timed steps / their wall time). Speed-ups are over "
             "`serial` on the same model and steps.", ""]
     out += _sessions(sessions)
+    out += data.get("reading", [])
     out += _paper(points)
     out += _scans(points["scan"])
     out += _balance(points["balance"])
@@ -981,6 +1009,9 @@ def _parser() -> argparse.ArgumentParser:
                         "bench/RESULTS-manycore.md)")
     parser.add_argument("--figures", type=Path, default=HERE / "figures",
                         help="with --report: where the figures go (default bench/figures)")
+    parser.add_argument("--no-reading", action="store_true",
+                        help="with --report: leave out bench/READING-manycore.md (included "
+                        "when it names exactly the sessions in DIR)")
     return parser
 
 
@@ -989,7 +1020,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report is not None:
         if not args.report.is_dir():
             _parser().error(f"--report {args.report}: no such directory")
-        render(args.report, args.md, args.figures)
+        render(args.report, args.md, args.figures, None if args.no_reading else READING)
         print(f"[manycore] wrote {args.md}", file=sys.stderr)
         return 0
     out = args.out or default_out()

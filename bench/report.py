@@ -137,9 +137,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.manycore is not None:
+        from bench.manycore import READING as READING_MANYCORE
         from bench.manycore import render as render_manycore
 
-        render_manycore(args.manycore, HERE / "RESULTS-manycore.md", FIGURES)
+        render_manycore(args.manycore, HERE / "RESULTS-manycore.md", FIGURES,
+                        READING_MANYCORE)
         print(f"[report] wrote {HERE / 'RESULTS-manycore.md'}")
         return
     results = args.out or (Path(tempfile.mkdtemp(prefix="seer-bench-smoke-")) if args.smoke
