@@ -556,8 +556,10 @@ def load_results(results: Path) -> dict[str, Any]:
     points = {g: [r for r in read((results / g).glob("*/*.json"))
                   if "steps_per_s" in r] for g in ("scan", "balance", "hotspot")}
     errors = read(results.glob("*/*/*.error.json"))
+    tax = read([results / "tax.json"]) if (results / "tax.json").exists() else []
     return {"sessions": read(results.glob("session-*.json")), "points": points,
-            "errors": errors, "stpa": read((results / "stpa").glob("*.json"))}
+            "errors": errors, "stpa": read((results / "stpa").glob("*.json")),
+            "tax": tax[0] if tax else None}
 
 
 def _by_config(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -673,6 +675,10 @@ def markdown(data: dict[str, Any], figures: list[str], note: str = "") -> list[s
     out += _balance(points["balance"])
     out += _hotspot(points["hotspot"])
     out += _stpa(data["stpa"])
+    if data.get("tax") is not None:  # `python -m bench.tax --out DIR/tax.json`, same machine
+        from bench.tax import section as tax_section
+
+        out += tax_section(data["tax"])
     bad = _identity(points)
     n = sum(len(v) for v in points.values())
     out += ["## Bit-identical results", "",

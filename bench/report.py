@@ -80,6 +80,7 @@ ONCE_PARTS: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {
                         "full": ["--steps", "6", "--rounds", "5"]}),
     "sharing": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--full"]}),
     "memory": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--full"]}),
+    "tax": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--rounds", "5"]}),
     "marl_loop": (("torch", "pettingzoo"), {"smoke": ["--smoke"], "fast": [],
                                             "full": ["--full"]}),
     "replicas": (("distributed",), {"smoke": ["--smoke"], "fast": [],
