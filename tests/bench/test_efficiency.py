@@ -54,3 +54,12 @@ def test_a_workload_not_measured_is_said():
     assert goal_rows(result)[2][4] == "-"
     assert any("BenchModel 10 µs" in line for line in section(result))
     assert section(None)[2].startswith("Not measured")
+
+
+def test_a_speedup_above_the_thread_count_is_flagged():
+    result = _result(1.7, 1.0, 1.1)
+    text = "\n".join(section(result))
+    assert "(!)" not in text
+    result["workloads"]["pcs"]["ceiling"]["speedup"] = 2.05  # the lone rounds lost time
+    text = "\n".join(section(result))
+    assert "| 2.05 (!) |" in text and text.count("(!) More than the thread count") == 1
