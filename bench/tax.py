@@ -35,6 +35,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import queue
 import statistics
 import sys
 import time
@@ -81,32 +82,50 @@ def _timed_steps(rt: Any, actions: list[Any], steps: int) -> tuple[float, float]
     return (time.perf_counter() - t0) / steps, (time.thread_time() - c0) / steps
 
 
+#: Seconds a timing process may wait for the others at the start line.
+START_TIMEOUT_S = 300.0
+
+
 def _child(args: tuple[str, int, float, int], barrier: Any, results: Any) -> None:
     """One serial run in its own process: build and warm up, meet the others, time."""
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    with blas_cap(1):
-        rt, actions = _serial_run(*args)
-        barrier.wait()
-        wall, cpu = _timed_steps(rt, actions, args[3])
-    rt.close()
+    try:
+        with blas_cap(1):
+            rt, actions = _serial_run(*args)
+            barrier.wait(START_TIMEOUT_S)
+            wall, cpu = _timed_steps(rt, actions, args[3])
+        rt.close()
+    except BaseException:
+        barrier.abort()  # the others leave the start line at once instead of waiting
+        raise
     results.put((wall, cpu))
 
 
 def _processes(n: int, args: tuple[str, int, float, int]) -> tuple[float, float]:
     """``n`` serial runs in ``n`` processes at once: the slowest one's wall and the mean
-    CPU seconds per step. Processes are spawned (no fork of a threaded parent)."""
+    CPU seconds per step. Processes are spawned (no fork of a threaded parent). One that
+    fails stops the measurement at once, with its exit code; none is left running."""
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(n), ctx.Queue()
     procs = [ctx.Process(target=_child, args=(args, barrier, results)) for _ in range(n)]
     for p in procs:
         p.start()
+    got: list[tuple[float, float]] = []
     try:
-        got = [results.get(timeout=600) for _ in range(n)]
+        while len(got) < n:
+            try:
+                got.append(results.get(timeout=0.5))
+            except queue.Empty:
+                failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if failed:
+                    raise RuntimeError(f"a timing process of {args[0]} {args[1]} failed "
+                                       f"(exit codes {failed})") from None
     finally:
         for p in procs:
-            p.join(timeout=60)
-    if any(p.exitcode != 0 for p in procs):
-        raise RuntimeError(f"a timing process failed: exit codes {[p.exitcode for p in procs]}")
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()
+                p.join()
     return max(w for w, _ in got), statistics.fmean(c for _, c in got)
 
 

@@ -1,6 +1,7 @@
 """bench.tax: the split of T threads' cost into machine, interpreter and runtime."""
 
 import json
+import time
 
 import pytest
 
@@ -66,6 +67,13 @@ def test_smoke_run_measures_every_setting_at_every_thread_count(tmp_path):
             assert rows["seer"]["task_cpu_s"] == rows["seer"]["cpu_s"]
         else:
             assert 0 < rows["seer"]["task_cpu_s"][0] <= rows["seer"]["cpu_s"][0] * 1.05
+
+
+def test_a_failing_timing_process_stops_the_measurement_at_once():
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="timing process of pcs -1 failed"):
+        tax._processes(2, ("pcs", -1, 15.0, 1))  # the model refuses a negative size
+    assert time.perf_counter() - start < 60
 
 
 def test_refuses_bad_thread_counts(tmp_path):
