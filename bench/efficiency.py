@@ -43,6 +43,7 @@ from bench.bench_queues import on_threads
 from bench.bench_runtimes import make_model
 from bench.labels import parse_runtime
 from bench.markdown import not_measured, table
+from bench.stats import paired, ratios, timed_steps
 from seer.cli import interpreter_facts
 from seer.sched.blas import blas_cap
 
@@ -109,11 +110,9 @@ def measure(key: str, steps: int, rounds: int, smoke: bool = False) -> dict[str,
             for name, rt in runtimes.items():
                 rt.reset(seed=0)
                 rt.step(actions[0])
-                c0, t0 = time.process_time(), time.perf_counter()
-                for t in range(steps):
-                    rt.step(actions[t + 1])
-                rows[name]["wall"].append((time.perf_counter() - t0) / steps)
-                rows[name]["cpu"].append((time.process_time() - c0) / steps)
+                wall, cpu = timed_steps(rt, actions, steps)
+                rows[name]["wall"].append(wall)
+                rows[name]["cpu"].append(cpu)
                 # optimistic runtimes: events rolled back / events processed, since reset
                 rows[name]["rolled"].append(rt.stats.get("rollback_rate", float("nan")))
             wall, cpu = _independent_pair(pair, actions, steps)
@@ -127,15 +126,15 @@ def measure(key: str, steps: int, rounds: int, smoke: bool = False) -> dict[str,
     for name, r in rows.items():
         out[name] = {
             "wall_s": r["wall"], "cpu_s": r["cpu"],
-            "speedup": _paired(base["wall"], r["wall"]),
-            "cpu_ratio": _paired(r["cpu"], base["cpu"]),
+            "speedup": paired(base["wall"], r["wall"]),
+            "cpu_ratio": paired(r["cpu"], base["cpu"]),
             "rollback_rate": statistics.fmean(r["rolled"]),
             "threads": parse_runtime(name)[1]}
     return {"entities": entities, "cost_us": cost, "gain": gain, "workload": workload,
             "runtimes": out,
             "ceiling": {"wall_s": ceiling["wall"], "cpu_s": ceiling["cpu"],
-                        "cpu_ratio": _paired(ceiling["cpu"], base["cpu"]),
-                        "speedup": _paired([2 * w for w in base["wall"]], ceiling["wall"])}}
+                        "cpu_ratio": paired(ceiling["cpu"], base["cpu"]),
+                        "speedup": paired([2 * w for w in base["wall"]], ceiling["wall"])}}
 
 
 def _independent_pair(pair: list[Any], actions: list[Any], steps: int) -> tuple[float, float]:
@@ -149,25 +148,12 @@ def _independent_pair(pair: list[Any], actions: list[Any], steps: int) -> tuple[
         pair[i].step(actions[0])
 
     def timed(i: int, n: int) -> None:
-        c0 = time.thread_time()
-        for t in range(n):
-            pair[i].step(actions[t + 1])
-        cpu[i] = time.thread_time() - c0
+        cpu[i] = timed_steps(pair[i], actions, n, time.thread_time)[1]
 
     # BLAS held at one thread, as the parallel runtimes hold it while they step
     with blas_cap(1):
         wall = on_threads(2, timed, steps, setup=warm_up)
-    return wall / steps, sum(cpu) / 2 / steps
-
-
-def _ratios(a: list[float], b: list[float]) -> list[float]:
-    """``a[r] / b[r]`` for every round ``r``."""
-    return [x / y for x, y in zip(a, b, strict=True)]
-
-
-def _paired(a: list[float], b: list[float]) -> float:
-    """Median over rounds of ``a[r] / b[r]``."""
-    return statistics.median(_ratios(a, b))
+    return wall / steps, sum(cpu) / 2
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -212,18 +198,18 @@ def goal_rows(result: dict[str, Any]) -> list[list[str]]:
         bound = "-"
         if what == "speedup":
             value, ok, shown = r[who]["speedup"], r[who]["speedup"] >= goal, ">="
-            rounds = _ratios(base["wall_s"], r[who]["wall_s"])
+            rounds = ratios(base["wall_s"], r[who]["wall_s"])
             if ceiling:
                 bound = f"{ceiling['speedup']:.2f}"
         elif what == "cpu":
             value, ok, shown = r[who]["cpu_ratio"], r[who]["cpu_ratio"] <= goal, "<="
-            rounds = _ratios(r[who]["cpu_s"], base["cpu_s"])
+            rounds = ratios(r[who]["cpu_s"], base["cpu_s"])
             if ceiling:
                 bound = f"{ceiling['cpu_ratio']:.2f}"
         else:
             # lead over each peer: time(peer) / time(seer(2)), per round, median; the
             # goal is read against the peer it is smallest for
-            per_peer = {p: _ratios(r[p]["wall_s"], r["seer(2)"]["wall_s"]) for p in who}
+            per_peer = {p: ratios(r[p]["wall_s"], r["seer(2)"]["wall_s"]) for p in who}
             leads = {p: statistics.median(v) for p, v in per_peer.items()}
             closest = min(leads, key=leads.get)
             value, rounds = leads[closest], per_peer[closest]

@@ -556,7 +556,7 @@ def load_results(results: Path) -> dict[str, Any]:
     points = {g: [r for r in read((results / g).glob("*/*.json"))
                   if "steps_per_s" in r] for g in ("scan", "balance", "hotspot")}
     errors = read(results.glob("*/*/*.error.json"))
-    tax = read([results / "tax.json"]) if (results / "tax.json").exists() else []
+    tax = read([results / "tax.json"])  # [] when there is none
     return {"sessions": read(results.glob("session-*.json")), "points": points,
             "errors": errors, "stpa": read((results / "stpa").glob("*.json")),
             "tax": tax[0] if tax else None}

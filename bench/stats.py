@@ -1,4 +1,6 @@
-"""Reading pyperf result files and the statistics the report takes from them.
+"""Reading pyperf result files and the statistics the report takes from them; and, for the
+parts that time runtimes directly (efficiency, tax, variants), timed steps and ratios paired
+by round.
 
 Benchmark names are normalised on load (:func:`bench.labels.normalise_name`), so files
 that name a runtime ``seer:2`` read the same as those that name it ``seer(2)``.
@@ -9,12 +11,14 @@ from __future__ import annotations
 import datetime
 import json
 import statistics
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from bench.labels import normalise_name
 
-__all__ = ["Part", "capacity", "load", "run_span"]
+__all__ = ["Part", "capacity", "load", "paired", "ratios", "run_span", "timed_steps"]
 
 Runs = dict[str, list[list[float]]]
 
@@ -75,3 +79,24 @@ def capacity(runs: Runs) -> tuple[float, list[float]]:
     per_round = [2 * statistics.fmean(a) / statistics.fmean(b)
                  for a, b in zip(one, two, strict=False)]
     return whole, per_round
+
+
+def timed_steps(runtime: Any, actions: list[Any], steps: int,
+                cpu_clock: Callable[[], float] = time.process_time) -> tuple[float, float]:
+    """Wall and CPU seconds (``cpu_clock``: the process's by default, ``time.thread_time``
+    for one thread's) per step of ``runtime`` stepping ``actions[1..steps]``, after the
+    caller's reset and warm-up step with ``actions[0]``."""
+    c0, t0 = cpu_clock(), time.perf_counter()
+    for t in range(steps):
+        runtime.step(actions[t + 1])
+    return (time.perf_counter() - t0) / steps, (cpu_clock() - c0) / steps
+
+
+def ratios(a: list[float], b: list[float]) -> list[float]:
+    """``a[r] / b[r]`` for every round ``r``."""
+    return [x / y for x, y in zip(a, b, strict=True)]
+
+
+def paired(a: list[float], b: list[float]) -> float:
+    """Median over rounds of ``a[r] / b[r]``."""
+    return statistics.median(ratios(a, b))

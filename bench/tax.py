@@ -48,6 +48,7 @@ from bench.bench_queues import on_threads
 from bench.bench_runtimes import make_model
 from bench.manycore import capacity
 from bench.markdown import not_measured, table
+from bench.stats import paired, timed_steps
 from seer.cli import interpreter_facts
 from seer.sched.blas import blas_cap
 
@@ -75,14 +76,6 @@ def _serial_run(workload: str, entities: int, cost: float, steps: int) -> Any:
     return rt, actions
 
 
-def _timed_steps(rt: Any, actions: list[Any], steps: int) -> tuple[float, float]:
-    """Wall and this thread's CPU seconds per step over ``steps`` steps."""
-    c0, t0 = time.thread_time(), time.perf_counter()
-    for t in range(steps):
-        rt.step(actions[t + 1])
-    return (time.perf_counter() - t0) / steps, (time.thread_time() - c0) / steps
-
-
 #: Seconds a timing process may wait for the others at the start line.
 START_TIMEOUT_S = 300.0
 
@@ -94,7 +87,7 @@ def _child(args: tuple[str, int, float, int], barrier: Any, results: Any) -> Non
         with blas_cap(1):
             rt, actions = _serial_run(*args)
             barrier.wait(START_TIMEOUT_S)
-            wall, cpu = _timed_steps(rt, actions, args[3])
+            wall, cpu = timed_steps(rt, actions, args[3], time.thread_time)
         rt.close()
     except BaseException:
         barrier.abort()  # the others leave the start line at once instead of waiting
@@ -141,7 +134,7 @@ def _threads(n: int, args: tuple[str, int, float, int]) -> tuple[float, float]:
         runs[i] = _serial_run(*args)
 
     def body(i: int, _loops: int) -> None:
-        cpu[i] = _timed_steps(*runs[i], steps)[1]
+        cpu[i] = timed_steps(*runs[i], steps, time.thread_time)[1]
 
     try:
         with blas_cap(1):
@@ -161,14 +154,11 @@ def _seer(rt: Any, actions: list[Any], steps: int) -> tuple[float, float, float]
     rt.step(actions[0])
     if rt.pool is not None:
         rt.pool.reset_stats()
-    c0, t0 = time.process_time(), time.perf_counter()
-    for t in range(steps):
-        rt.step(actions[t + 1])
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu = timed_steps(rt, actions, steps)
     # one thread runs every window inline on the caller: all of it is the work itself
     pooled = rt.pool is not None and rt.pool.threads > 1
-    in_tasks = sum(s["cpu_s"] for s in rt.worker_stats()) if pooled else cpu
-    return wall / steps, cpu / steps, in_tasks / steps
+    in_tasks = sum(s["cpu_s"] for s in rt.worker_stats()) / steps if pooled else cpu
+    return wall, cpu, in_tasks
 
 
 def measure(key: str, threads: list[int], rounds: int, smoke: bool = False) -> dict[str, Any]:
@@ -195,7 +185,8 @@ def measure(key: str, threads: list[int], rounds: int, smoke: bool = False) -> d
                 with blas_cap(1):  # serial as a user runs it: on the calling thread
                     lone, lone_actions = _serial_run(*args)
                     try:
-                        rows["serial"].append(_timed_steps(lone, lone_actions, steps))
+                        rows["serial"].append(timed_steps(lone, lone_actions, steps,
+                                                               time.thread_time))
                     finally:
                         lone.close()
                 rows["seer"].append(_seer(rt, actions, steps))
@@ -208,10 +199,6 @@ def measure(key: str, threads: list[int], rounds: int, smoke: bool = False) -> d
     return out
 
 
-def _median_ratio(a: list[float], b: list[float]) -> float:
-    return statistics.median(x / y for x, y in zip(a, b, strict=True))
-
-
 def summary(result: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per thread count: each setting's CPU ratio and speed-up (medians over rounds)."""
     out = {}
@@ -219,15 +206,15 @@ def summary(result: dict[str, Any]) -> dict[str, dict[str, float]]:
         n = int(t)
         lp, lt, serial = r["lone_process"], r["lone_thread"], r["serial"]
         out[t] = {
-            "processes_cpu": _median_ratio(r["processes"]["cpu_s"], lp["cpu_s"]),
-            "processes_speedup": _median_ratio([n * w for w in lp["wall_s"]],
+            "processes_cpu": paired(r["processes"]["cpu_s"], lp["cpu_s"]),
+            "processes_speedup": paired([n * w for w in lp["wall_s"]],
                                                r["processes"]["wall_s"]),
-            "threads_cpu": _median_ratio(r["threads"]["cpu_s"], lt["cpu_s"]),
-            "threads_speedup": _median_ratio([n * w for w in lt["wall_s"]],
+            "threads_cpu": paired(r["threads"]["cpu_s"], lt["cpu_s"]),
+            "threads_speedup": paired([n * w for w in lt["wall_s"]],
                                              r["threads"]["wall_s"]),
-            "seer_cpu": _median_ratio(r["seer"]["cpu_s"], serial["cpu_s"]),
-            "seer_speedup": _median_ratio(serial["wall_s"], r["seer"]["wall_s"]),
-            "seer_task_cpu": _median_ratio(r["seer"]["task_cpu_s"], serial["cpu_s"]),
+            "seer_cpu": paired(r["seer"]["cpu_s"], serial["cpu_s"]),
+            "seer_speedup": paired(serial["wall_s"], r["seer"]["wall_s"]),
+            "seer_task_cpu": paired(r["seer"]["task_cpu_s"], serial["cpu_s"]),
         }
     return out
 

@@ -37,7 +37,6 @@ import ctypes
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ import seer
 from bench.bench_runtimes import make_model
 from bench.manycore import capacity, state_digest
 from bench.markdown import table
+from bench.stats import ratios, timed_steps
 from seer.cli import interpreter_facts
 from seer.sched.assignment import Steal
 
@@ -137,21 +137,15 @@ def measure(workload: str, threads: int, rounds: int, variants: list[str],
                 if after_reset is not None:
                     after_reset(rt)
                 rt.step(actions[0])
-                c0, t0 = time.process_time(), time.perf_counter()
-                for t in range(steps):
-                    rt.step(actions[t + 1])
-                rows[name]["wall_s"].append((time.perf_counter() - t0) / steps)
-                rows[name]["cpu_s"].append((time.process_time() - c0) / steps)
+                wall, cpu = timed_steps(rt, actions, steps)
+                rows[name]["wall_s"].append(wall)
+                rows[name]["cpu_s"].append(cpu)
                 rows[name]["digest"] = state_digest(rt)
     finally:
         for rt, _, _ in built.values():
             rt.close()
     return {"workload": workload, "entities": entities, "cost_us": cost, "steps": steps,
             "threads": threads, "variants": rows}
-
-
-def _ratios(a: list[float], b: list[float]) -> list[float]:
-    return [x / y for x, y in zip(a, b, strict=True)]
 
 
 def section(data: dict[str, Any]) -> list[str]:
@@ -167,7 +161,7 @@ def section(data: dict[str, Any]) -> list[str]:
         ref = v["seer"]
         rows = []
         for name, r in v.items():
-            wall, cpu = _ratios(r["wall_s"], ref["wall_s"]), _ratios(r["cpu_s"], ref["cpu_s"])
+            wall, cpu = ratios(r["wall_s"], ref["wall_s"]), ratios(r["cpu_s"], ref["cpu_s"])
             rows.append([name, f"{1e3 * statistics.median(r['wall_s']):.1f}",
                          f"{statistics.median(wall):.3f} ({min(wall):.2f}-{max(wall):.2f})",
                          f"{statistics.median(cpu):.3f}",
