@@ -28,6 +28,17 @@ two levels:
   linear time.
 
 Only the coordinator uses a :class:`Calendar` (between windows, single-threaded).
+
+:class:`DenseCalendar` is the other layout, for windows that ready a good share of all
+entities (PCS readies about half of its cells per window): one key per entity, the
+smallest ``(τ, seq)`` listed for it, in two numpy arrays. A window then costs a few
+passes over ``n`` numbers, with no sorting and no merging, however many entries arrived.
+It keeps only each entity's smallest key, which is enough because of a contract that
+every windowed runtime keeps: an entity that a window readied is run, and after its run
+it lists its new head (the smallest key of everything still pending for it), so the
+other entries it had are not needed. :class:`WindowedRuntime <seer.sched.windows.
+WindowedRuntime>` picks the layout from how many entities its windows ready
+(:func:`prefer_dense`) and moves the entries across when it changes.
 """
 
 from __future__ import annotations
@@ -36,7 +47,7 @@ import heapq
 
 import numpy as np
 
-__all__ = ["SMALL", "Calendar", "CalendarBatch"]
+__all__ = ["SMALL", "Calendar", "CalendarBatch", "DenseCalendar", "prefer_dense"]
 
 #: Batches with fewer entries than this go into the heap level.
 SMALL = 64
@@ -85,6 +96,18 @@ class CalendarBatch:
         self.clear()
         return run
 
+    def take_arrays(self, sort: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The entries as ``(tau, seq, entity)`` arrays, sorted by ``tau`` if ``sort``
+        (what the calendar's :meth:`~Calendar.extend_sorted` needs: its ``SORTED``); the
+        batch is left empty. See :meth:`take_sorted` for why the thread that filled the
+        batch calls it."""
+        if sort:
+            return self.take_sorted()
+        run = (np.array(self.tau, np.float64), np.array(self.seq, np.int64),
+               np.array(self.entity, np.int64))
+        self.clear()
+        return run
+
 
 class _Run:
     """Live entries ``[lo:]`` of arrays sorted by ``tau`` (equal ``tau`` in any order)."""
@@ -109,6 +132,9 @@ def _sorted_run(tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> _Run:
 
 class Calendar:
     """Entries ``(τ, seq, entity)`` ordered by κ; see the module docstring."""
+
+    #: :meth:`extend_sorted` needs its arrays sorted by ``tau``.
+    SORTED = True
 
     def __init__(self, n_entities: int) -> None:
         self._heap: list[tuple[float, int, int]] = []
@@ -257,3 +283,144 @@ class Calendar:
             tau, seq, entity = run.live()
             out.extend(zip(tau.tolist(), seq.tolist(), entity.tolist(), strict=True))
         return sorted(out)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every live entry as ``(tau, seq, entity)`` arrays sorted by ``tau`` (for moving
+        them to another calendar)."""
+        self._flush()
+        parts = [r.live() for r in self._runs]
+        if self._heap:
+            t, q, e = zip(*self._heap, strict=True)
+            parts.append((np.array(t, np.float64), np.array(q, np.int64),
+                          np.array(e, np.int64)))
+        if not parts:
+            return np.empty(0, np.float64), _EMPTY_I, _EMPTY_I
+        tau = np.concatenate([p[0] for p in parts])
+        order = np.argsort(tau, kind="stable")
+        return (tau[order], np.concatenate([p[1] for p in parts])[order],
+                np.concatenate([p[2] for p in parts])[order])
+
+
+#: :func:`prefer_dense`: go dense when a window readies at least this share of the
+#: entities, and back when it readies less than half of it (no flapping at the edge).
+DENSE_SHARE = 1 / 16
+
+
+def prefer_dense(dense_now: bool, ready: int, windows: int, n_entities: int) -> bool:
+    """Whether a runtime whose last step ran ``windows`` windows readying ``ready``
+    entities in all should use a :class:`DenseCalendar`.
+
+    A dense window costs a handful of passes over all ``n_entities`` keys (about 10-15 µs
+    at 1600 entities, in numpy); the sorted runs cost about 0.1-0.2 µs per entry, sorting
+    and merging included, but almost nothing for a window of a few entries. So the dense
+    layout pays once a window readies a few percent of the entities (``DENSE_SHARE``)."""
+    if windows == 0:
+        return dense_now
+    share = ready / (windows * max(1, n_entities))
+    return share >= (DENSE_SHARE / 2 if dense_now else DENSE_SHARE)
+
+
+class DenseCalendar:
+    """Each entity's smallest listed key ``(τ, seq)`` in two arrays; see the module
+    docstring for when it is used and the contract it relies on (a readied entity lists
+    its new head after it ran). Same interface as :class:`Calendar`, except that it keeps
+    one entry per entity (:meth:`entries`, ``len``) and :meth:`pop_ready` returns the
+    ready entities in id order.
+
+    ``_tau[e]`` is ``inf`` when nothing is listed for ``e``; ``_seq[e]`` is then
+    meaningless. Coordinator only, as :class:`Calendar`."""
+
+    #: :meth:`extend_sorted` takes its arrays in any order.
+    SORTED = False
+
+    def __init__(self, n_entities: int) -> None:
+        n = max(1, n_entities)
+        self._tau = np.full(n, np.inf)
+        self._seq = np.zeros(n, np.int64)
+        self._pending = CalendarBatch()
+
+    # -- adding ---------------------------------------------------------------------------
+    def add(self, tau: float, seq: int, entity: int) -> None:
+        """One entry (kept pending until the next :meth:`head` / :meth:`pop_ready`)."""
+        self._pending.add(tau, seq, entity)
+
+    def add_many(self, tau: list[float], seq: list[int], entity: list[int]) -> None:
+        p = self._pending
+        p.tau += tau
+        p.seq += seq
+        p.entity += entity
+
+    def extend(self, batch: CalendarBatch) -> None:
+        self.add_many(batch.tau, batch.seq, batch.entity)
+
+    def extend_sorted(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
+        """Entries given as arrays, in any order (the name is :class:`Calendar`'s)."""
+        if len(entity):
+            self._lower(tau, seq, entity)
+
+    def _flush(self) -> None:
+        p = self._pending
+        if p.entity:
+            self._lower(np.array(p.tau, np.float64), np.array(p.seq, np.int64),
+                        np.array(p.entity, np.int64))
+            p.clear()
+
+    def _lower(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
+        """``key[e] = min(key[e], (tau_i, seq_i))`` for every entry ``i`` of ``e``, in κ
+        order; an entity may appear several times (``ufunc.at`` is unbuffered)."""
+        keys_t, keys_s = self._tau, self._seq
+        old = keys_t[entity]
+        np.minimum.at(keys_t, entity, tau)
+        new = keys_t[entity]
+        moved = new < old
+        if moved.any():  # a smaller τ: the old seq no longer counts
+            keys_s[entity[moved]] = _INT64_MAX
+        tied = tau == new  # the entries at the entity's (new) τ compete on seq
+        np.minimum.at(keys_s, entity[tied], seq[tied])
+
+    # -- reading ----------------------------------------------------------------------------
+    def head(self) -> tuple[float, int] | None:
+        """The smallest κ listed, or None when the calendar is empty."""
+        self._flush()
+        keys_t = self._tau
+        t = keys_t[keys_t.argmin()]
+        if t == np.inf:
+            return None
+        return (float(t), int(self._seq[keys_t == t].min()))
+
+    def pop_ready(self, bound: tuple[float, int]) -> np.ndarray:
+        """Remove the key of every entity listed below ``bound`` and return those
+        entities, in id order (int64 array). Each must then be run and list its new head
+        (the class docstring's contract)."""
+        self._flush()
+        bt, bs = bound
+        keys_t = self._tau
+        ready = keys_t < bt
+        if bs >= 0:  # a lookahead-0 round: the entities at τ == bt below the depth bound
+            at = keys_t == bt
+            ready |= at if bs > _INT64_MAX else at & (self._seq < bs)
+        ready = np.flatnonzero(ready)
+        keys_t[ready] = np.inf
+        return ready
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self._tau != np.inf)) + len(self._pending)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def clear(self) -> None:
+        self._tau.fill(np.inf)
+        self._pending.clear()
+
+    def entries(self) -> list[tuple[float, int, int]]:
+        """Each listed entity's key as ``(τ, seq, entity)``, sorted (tests, debugging)."""
+        return sorted(zip(*(a.tolist() for a in self.arrays()), strict=True))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each listed entity's key as ``(tau, seq, entity)`` arrays sorted by ``tau``."""
+        self._flush()
+        entity = np.flatnonzero(self._tau != np.inf)
+        tau = self._tau[entity]
+        order = np.argsort(tau, kind="stable")
+        return tau[order], self._seq[entity][order], entity[order]

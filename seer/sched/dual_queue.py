@@ -94,7 +94,7 @@ class WindowWorker:
     __slots__ = ("actions", "cal", "claimer", "contexts", "cur", "events", "failure",
                  "failure_key", "handlers", "heads", "heaps", "leq", "limit",
                  "outbox", "output_claimer", "overflow", "push", "runtime_limit_error",
-                 "sealed", "send_all", "slab", "snapshot", "state", "stats")
+                 "sealed", "send_all", "slab", "snapshot", "sort_sealed", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
@@ -120,6 +120,9 @@ class WindowWorker:
         # In the window that takes a step's actions: (slots, batch) for take_action.
         self.actions: tuple[memoryview, ActionBatch] | None = None
         self.sealed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # Whether seal() sorts the entries by τ: the runtime's calendar's SORTED, set by the
+        # coordinator between windows.
+        self.sort_sealed = True
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
         # Cross events of this window, sent at its end (publish). Contexts get the list's
@@ -248,10 +251,10 @@ class WindowWorker:
 
     def seal(self) -> None:
         """Publish the window's cross events, then hand its calendar entries over as
-        sorted arrays (on this worker's thread, after its last claim: see
-        :meth:`CalendarBatch.take_sorted`)."""
+        arrays, sorted by τ if the calendar needs it (on this worker's thread, after its
+        last claim: see :meth:`CalendarBatch.take_sorted`)."""
         self.publish()
-        self.sealed = self.cal.take_sorted()
+        self.sealed = self.cal.take_arrays(self.sort_sealed)
 
     def collect(self, runtime: DualQueueRuntime) -> None:
         """Hand this window's results to the coordinator (after the barrier)."""
@@ -411,6 +414,12 @@ class DualQueueRuntime(WindowedRuntime):
 
         pool.run_setup(make)
         self._workers = workers
+        self._set_calendar(self._calendar)  # the new workers learn its layout
+
+    def _set_calendar(self, calendar: Any) -> None:
+        super()._set_calendar(calendar)
+        for w in self._workers:
+            w.sort_sealed = calendar.SORTED
 
     def _own_contexts(self, entities: list[int]) -> None:
         """Replace the contexts (and rows) of ``entities`` by copies made on this thread

@@ -27,7 +27,12 @@ RNG and the step-start snapshot: the results are bit-identical.
 
 Calendar entries are added for every cross-entity event and for each entity's remaining
 head after it ran; duplicates are harmless (a window takes each entity once) and no entry
-is ever stale, because every entry added after a window has ``κ >= B``.
+is ever stale, because every entry added after a window has ``κ >= B``. Every readied
+entity is run and lists its new head, so a calendar may forget a readied entity's other
+entries: the dense layout (:class:`~seer.sched.calendar.DenseCalendar`) keeps one key per
+entity. The runtime starts each episode with the sorted runs and, at each step start,
+takes the layout that suits how many entities the last step's windows readied
+(:func:`~seer.sched.calendar.prefer_dense`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from seer.errors import tag_event
 from seer.events import DEPTH_SHIFT, Event
 from seer.model import Model
 from seer.runtime import ActionBatch, run_event
-from seer.sched.calendar import Calendar, CalendarBatch
+from seer.sched.calendar import Calendar, CalendarBatch, DenseCalendar, prefer_dense
 from seer.sched.threaded import ThreadedRuntime
 
 __all__ = ["WindowedRuntime", "window_bound"]
@@ -68,14 +73,18 @@ class WindowedRuntime(ThreadedRuntime):
                  max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
         n = model.n_entities if isinstance(model, Model) else 0
         heaps: list[list[Event]] = [[] for _ in range(n)]
-        calendar = Calendar(n)
+        # The calendar in use, in a box the closure below reads (the layout can change).
+        calendar_box: list[Calendar | DenseCalendar] = [Calendar(n)]  # sorted runs first
 
         def coordinator_push(ev: Event) -> None:
             _heappush(heaps[ev[2]], ev)
-            calendar.add(ev[0], ev[1], ev[2])
+            calendar_box[0].add(ev[0], ev[1], ev[2])
 
         self._heaps = heaps
-        self._calendar = calendar
+        self._calendar_box = calendar_box
+        self._calendar = calendar_box[0]
+        # the last step's windows and the entities they readied (for the layout)
+        self._step_windows = self._step_ready = 0
         # A closure, not a bound method: contexts keep it, and a bound method would tie the
         # runtime into a reference cycle that only the garbage collector could break (its
         # threads would outlive a dropped runtime until then).
@@ -99,7 +108,8 @@ class WindowedRuntime(ThreadedRuntime):
     def _clear_events(self) -> None:
         for heap in self._heaps:
             heap.clear()
-        self._calendar.clear()
+        self._calendar.clear()  # its layout stays: the next episode's windows look alike
+        self._step_windows = self._step_ready = 0
         for ctx in self._contexts:
             ctx._push = ctx._self_push = self._coordinator_push
 
@@ -111,14 +121,33 @@ class WindowedRuntime(ThreadedRuntime):
     def _earliest_pending(self) -> tuple[float, int] | None:
         return self._calendar.head()
 
+    # -- the calendar's layout --------------------------------------------------------------
+    def _pick_calendar(self) -> None:
+        """Change the calendar's layout if the last step's windows call for the other one
+        (:func:`prefer_dense`), moving its entries across."""
+        dense = isinstance(self._calendar, DenseCalendar)
+        n = self.spec.n_entities
+        if prefer_dense(dense, self._step_ready, self._step_windows, n) != dense:
+            new = Calendar(n) if dense else DenseCalendar(n)
+            new.extend_sorted(*self._calendar.arrays())
+            self._set_calendar(new)
+
+    def _set_calendar(self, calendar: Calendar | DenseCalendar) -> None:
+        self._calendar_box[0] = self._calendar = calendar
+
     # -- the window loop ------------------------------------------------------------------------
     def _run(self, t_end: float) -> None:
+        self._pick_calendar()
         calendar = self._calendar
         lookahead = self.spec.lookahead
         limit = self.events_run + self._event_limit
+        windows = readied = 0
         while (head := calendar.head()) is not None and head[0] < t_end:
             bound = window_bound(head[0], head[1], t_end, lookahead)
             ready = calendar.pop_ready(bound)
+            windows += 1
+            readied += len(ready)
+            self._step_windows, self._step_ready = windows, readied
             self._run_window(ready, bound)
             self.windows_run += 1
             if self._interrupted:

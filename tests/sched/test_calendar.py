@@ -1,4 +1,4 @@
-"""The two-level calendar against a plain sorted list of entries."""
+"""Both calendar layouts against a plain sorted list of entries."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from seer.events import DEPTH_SHIFT
-from seer.sched.calendar import SMALL, Calendar, CalendarBatch
+from seer.sched.calendar import (
+    DENSE_SHARE,
+    SMALL,
+    Calendar,
+    CalendarBatch,
+    DenseCalendar,
+    prefer_dense,
+)
 from seer.sched.windows import window_bound
 
 
@@ -119,3 +126,108 @@ def test_deepest_round_has_a_bound_beyond_int64() -> None:
     assert bound[1] == 2**63
     assert sorted(calendar.pop_ready(bound).tolist()) == list(range(SMALL))
     assert calendar.head() is None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_dense_windows_match_a_sorted_list(seed: int) -> None:
+    """The dense layout keeps one key per entity. Run it as the runtimes do: each readied
+    entity lists its new head (the smallest of its entries left) after the window."""
+    rng = random.Random(seed)
+    n = rng.choice([1, 5, 50, 500])
+    lookahead = rng.choice([0.0, 0.25, 1.0])
+    calendar, reference = DenseCalendar(n), []
+    t_low = 0.0
+    for window in range(60):
+        size = rng.choice([0, 1, 3, SMALL - 1, SMALL, 3 * SMALL, 700])
+        batch = _random_batch(rng, n, t_low, size, same_time=lookahead == 0.0)
+        reference += zip(batch.tau, batch.seq, batch.entity, strict=True)
+        reference.sort()
+        if rng.random() < 0.5:
+            calendar.extend(batch)
+        else:  # as a worker hands them over, unsorted
+            calendar.extend_sorted(*batch.take_arrays(sort=False))
+        firsts = {}
+        for entry in reference:
+            firsts.setdefault(entry[2], entry)
+        assert calendar.entries() == sorted(firsts.values()), f"window {window}"
+        assert len(calendar) == len(firsts)
+        head = calendar.head()
+        if not reference:
+            assert head is None
+            continue
+        assert head == reference[0][:2]
+        bound = window_bound(head[0], head[1], head[0] + rng.choice([0.5, 3.0, 50.0]),
+                             lookahead)
+        ready = calendar.pop_ready(bound)
+        expected = {e for t, s, e in reference if (t, s) < bound}
+        assert ready.tolist() == sorted(expected)
+        reference = [entry for entry in reference if not entry < bound]
+        heads = {}
+        for entry in reference:
+            if entry[2] in expected:
+                heads.setdefault(entry[2], entry)
+        if heads:  # the readied entities list their new heads
+            tau, seq, entity = zip(*heads.values(), strict=True)
+            calendar.add_many(list(tau), list(seq), list(entity))
+        t_low = bound[0]
+
+
+def test_dense_keeps_the_smallest_key_of_repeated_entities() -> None:
+    calendar = DenseCalendar(4)
+    tau = np.array([3.0, 1.0, 2.0, 1.0, 5.0, 5.0])
+    seq = np.array([0, 9, 0, 4, 7, 6])
+    entity = np.array([0, 0, 0, 0, 2, 2])
+    calendar.extend_sorted(tau, seq, entity)
+    assert calendar.entries() == [(1.0, 4, 0), (5.0, 6, 2)]
+    calendar.add(1.0, 2, 0)  # same τ, smaller seq
+    calendar.add(0.5, 8, 2)  # smaller τ: its seq replaces the old one, though larger
+    assert calendar.entries() == [(0.5, 8, 2), (1.0, 2, 0)]
+    assert calendar.head() == (0.5, 8)
+    assert calendar.pop_ready((1.0, -1)).tolist() == [2]
+    assert calendar.head() == (1.0, 2)
+    calendar.clear()
+    assert calendar.head() is None and not calendar
+
+
+def test_dense_lookahead_zero_rounds_and_deepest_bound() -> None:
+    calendar = DenseCalendar(4)
+    calendar.add(1.0, 0, 0)
+    calendar.add(1.0, 1 << DEPTH_SHIFT, 1)
+    calendar.add(1.0, 2 << DEPTH_SHIFT, 2)
+    calendar.add(0.5, 5, 3)
+    for expected in ([3], [0], [1], [2]):
+        assert calendar.pop_ready(window_bound(*calendar.head(), 9.0, 0.0)).tolist() \
+            == expected
+    assert calendar.head() is None
+    calendar.add(0.0, 2**63 - 1, 1)
+    bound = window_bound(*calendar.head(), 1.0, 0.0)
+    assert bound[1] == 2**63
+    assert calendar.pop_ready(bound).tolist() == [1]
+
+
+@pytest.mark.parametrize("source", [Calendar, DenseCalendar])
+def test_entries_move_between_layouts(source) -> None:
+    rng = random.Random(7)
+    first = source(50)
+    first.extend(_random_batch(rng, 50, 0.0, 300, same_time=True))
+    first.add(0.25, 3, 49)
+    other = (DenseCalendar if source is Calendar else Calendar)(50)
+    other.extend_sorted(*first.arrays())
+    keys = {}
+    for entry in first.entries():
+        keys.setdefault(entry[2], entry)
+    if source is Calendar:  # the dense one keeps each entity's smallest key
+        assert other.entries() == sorted(keys.values())
+    else:
+        assert other.entries() == first.entries()
+    assert other.head() == first.head()
+
+
+def test_prefer_dense_switches_with_a_margin() -> None:
+    n = 1600
+    at = int(DENSE_SHARE * n)  # entities readied per window at the threshold
+    assert not prefer_dense(False, 10 * (at - 1), 10, n)
+    assert prefer_dense(False, 10 * at, 10, n)
+    assert prefer_dense(True, 10 * (at // 2 + 1), 10, n)  # stays dense down to half
+    assert not prefer_dense(True, 10 * (at // 2 - 1), 10, n)
+    assert prefer_dense(True, 0, 0, n) and not prefer_dense(False, 0, 0, n)  # no windows

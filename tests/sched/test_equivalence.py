@@ -1,5 +1,7 @@
 """Every runtime gives bit-identical state and outputs to the serial runtime."""
 
+import contextlib
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -58,3 +60,33 @@ def test_seer_on_both_atomics_paths(path):
 def test_parallel_outputs_match_serial():
     model = RandomModel(200, seed=4)  # enough agents for the outputs to be built in parallel
     assert_equivalent(factory("seer", 4), model, seeds=[5], steps=3)
+
+
+LAYOUTS = {"sorted": False, "dense": True}
+
+
+@contextlib.contextmanager
+def _forced_layout(layout):
+    """A context in which every windowed runtime uses the calendar ``layout`` from its first
+    step on (the entries reset made are moved across, as an automatic change would)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("seer.sched.windows.prefer_dense", lambda *_: LAYOUTS[layout])
+        yield
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=models, kind=st.sampled_from(KINDS), threads=st.sampled_from(THREADS),
+       seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 4),
+       layout=st.sampled_from(sorted(LAYOUTS)))
+def test_each_calendar_layout_matches_serial(model, kind, threads, seed, steps, layout):
+    with _forced_layout(layout):
+        assert_equivalent(factory(kind, threads), model, seeds=[seed], steps=steps)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("corner", sorted(CORNERS))
+def test_corner_models_match_serial_on_each_calendar_layout(layout, kind, corner):
+    model = RandomModel(60, seed=len(corner), **CORNERS[corner])
+    with _forced_layout(layout):
+        assert_equivalent(factory(kind, 3), model, seeds=[1, 2], steps=4)
