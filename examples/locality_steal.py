@@ -119,7 +119,7 @@ class LocalitySteal(Assignment):
 
     def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
                 n_entities: int) -> None:
-        ready = np.sort(ready)  # the calendar gives first-entry order; we want id order
+        ready = np.sort(ready)  # the sorted-runs calendar gives first-entry order
         pel.publish_homed(ready, ready % threads, threads)
 
     def claimer(self, pel: ParallelExecutiveList, index: int, threads: int,
