@@ -98,6 +98,9 @@ class Model:
         self.n_entities = int(n_entities)
         if not self.name:
             self.name = type(self).__name__
+        # the agents' caches (:meth:`_agent_list`), made on first use
+        self._agents: list[int] | None = None
+        self._agent_ids: frozenset[int] | None = None
 
     # -- state ------------------------------------------------------------------------
     def state_fields(self) -> Mapping[str, tuple[Any, Any]]:
@@ -170,16 +173,21 @@ class Model:
             )
         return [(e, kind, a) for e, a in zip(agents, actions, strict=True) if a is not None]
 
+    # The caches below are plain attributes, set in __init__ and read with ordinary loads.
+    # Reading ``self.__dict__`` would turn the model's inline attribute values into a dict,
+    # and CPython 3.14t then stops specialising every new ``self.x`` load in the handlers
+    # (each takes the generic path: a type lookup, a dict lookup and a counted reference to
+    # a value that all threads share; docs/performance.md).
     def _agent_set(self) -> frozenset[int]:
-        agents = self.__dict__.get("_agent_ids")
+        agents = getattr(self, "_agent_ids", None)
         if agents is None:
-            agents = self.__dict__["_agent_ids"] = frozenset(self._agent_list())
+            agents = self._agent_ids = frozenset(self._agent_list())
         return agents
 
     def _agent_list(self) -> list[int]:
-        agents = self.__dict__.get("_agents")
+        agents = getattr(self, "_agents", None)
         if agents is None:  # agent_entities() is fixed for the model's lifetime
-            agents = self.__dict__["_agents"] = [int(a) for a in self.agent_entities()]
+            agents = self._agents = [int(a) for a in self.agent_entities()]
         return agents
 
     # -- boundary outputs -------------------------------------------------------------
