@@ -333,7 +333,9 @@ class DualQueueRuntime(WindowedRuntime):
     ``arena_capacity``: event records for cross-entity events in flight (default
     ``max(8192, 8 * n_entities)`` plus slab slack). ``atomics_path``: "fast" or "public"
     (default: :func:`seer.queues.selected_path`). ``spin_us``: how long idle workers spin
-    before parking.
+    before parking; ``hot_spin_us``: how long while a step runs, so that they catch its
+    next window without a futex wake-up (the coordinator's pause between two windows is
+    about 100 µs on PCS; see :class:`~seer.sched.pool.WorkerPool`).
     """
 
     name = "dual-queue"
@@ -344,7 +346,7 @@ class DualQueueRuntime(WindowedRuntime):
                  max_events_per_step: int | None = None, trace: bool | Any = False,
                  assignment: str | Assignment | None = None,
                  arena_capacity: int | None = None, atomics_path: str | None = None,
-                 spin_us: float = 50.0) -> None:
+                 spin_us: float = 50.0, hot_spin_us: float = 1000.0) -> None:
         self.assignment = get_assignment(assignment or self.default_assignment)
         super().__init__(model, threads=threads, debug=debug,
                          max_events_per_step=max_events_per_step, trace=trace)
@@ -373,7 +375,7 @@ class DualQueueRuntime(WindowedRuntime):
         self._workers: list[WindowWorker] = []
         self._bound: tuple[float, int] = (0.0, -1)
         self._out: tuple | None = None
-        pool = self._start_pool(spin_us)
+        pool = self._start_pool(spin_us, hot_spin_us)
         try:
             self._make_workers()
         except BaseException:

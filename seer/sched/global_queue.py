@@ -65,7 +65,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
                  max_events_per_step: int | None = None, trace: bool | Any = False,
-                 spin_us: float = 50.0) -> None:
+                 spin_us: float = 50.0, hot_spin_us: float = 1000.0) -> None:
         global_heap: list[Event] = []
         self._global = global_heap
         self._lock = threading.Lock()
@@ -77,7 +77,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
         self._owner = [False] * n
         self._deferred: list[list[Event]] = [[] for _ in range(n)]
         self._bound: list[tuple[float, int]] = [(0.0, -1)]  # one cell, shared with workers
-        self._start_pool(spin_us)
+        self._start_pool(spin_us, hot_spin_us)
         self._workers: list[GlobalWorker] = []
         self._make_workers()
 

@@ -15,7 +15,10 @@ Protocol (shared fields are written under ``_cond``'s lock; some reads are not):
 * Before parking, a worker spins for ``spin_us`` re-reading ``_published`` *without* the
   lock, and when it sees a new task it starts it without taking the lock either: taking a
   lock that the caller holds for a moment would park the worker in the lock's slow path and
-  cost a futex wake-up (tens of µs) per window. The caller likewise spins on ``_pending``
+  cost a futex wake-up (tens of µs) per window. While :attr:`WorkerPool.hot` is set (a
+  runtime sets it for the length of a step, whose windows follow each other after a
+  short pause of the caller's), it spins up to ``hot_spin_us`` instead, so that it catches
+  the step's next window without parking. The caller likewise spins on ``_pending``
   before it waits. Spinning is disabled when there are more threads than cores, where it
   would steal the core the others need.
 
@@ -87,11 +90,16 @@ def _close_all_pools() -> None:
 class WorkerPool:
     """``threads - 1`` persistent workers plus the calling thread."""
 
-    def __init__(self, threads: int, *, name: str = "seer", spin_us: float = 50.0) -> None:
+    def __init__(self, threads: int, *, name: str = "seer", spin_us: float = 50.0,
+                 hot_spin_us: float = 0.0) -> None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be an int >= 1, got {threads!r}")
         self.name = name
         self._spin_us = spin_us
+        self._hot_spin_us = max(spin_us, hot_spin_us)
+        #: Set by the runtime while more tasks are coming soon (a step runs): idle workers
+        #: then spin up to ``hot_spin_us`` before parking. Only a hint: read without a lock.
+        self.hot = False
         self._cond = threading.Condition(threading.Lock())
         self._published: tuple[int, Callable[[int], None] | None] = (0, None)
         self._pending = 0
@@ -99,7 +107,7 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
         self._size = 1
         self._closed = False
-        self._spin = 0
+        self._spin = self._hot_spin = 0
         self.stats: list[WorkerStats] = [WorkerStats()]
         # _inside[i]: worker i is inside a task (each worker writes only its own slot).
         self._inside: list[bool] = [False]
@@ -115,7 +123,9 @@ class WorkerPool:
         return self._size
 
     def _update_spin(self) -> None:
-        self._spin = int(self._spin_us * 1000) if self._size <= cpu_count() else 0
+        spin = self._size <= cpu_count()
+        self._spin = int(self._spin_us * 1000) if spin else 0
+        self._hot_spin = int(self._hot_spin_us * 1000) if spin else 0
 
     def _publish(self, task: Callable[[int], None] | None) -> None:
         """Hand ``task`` to every worker (call with the lock held)."""
@@ -158,9 +168,13 @@ class WorkerPool:
         stats = self.stats[index]
         while True:
             t_idle = time.perf_counter()
-            spin_until = time.perf_counter_ns() + self._spin
+            now = time.perf_counter_ns()
+            spin_until, hot_until = now + self._spin, now + self._hot_spin
             published = self._published
-            while published[0] == seen and time.perf_counter_ns() < spin_until:
+            while published[0] == seen:
+                now = time.perf_counter_ns()
+                if now >= spin_until and (now >= hot_until or not self.hot):
+                    break
                 published = self._published
             parked = published[0] == seen
             if parked:

@@ -94,9 +94,10 @@ class ThreadedRuntime(Runtime):
         middle = f"[{assignment}]" if assignment else ""
         return f"seer-{self.name}{middle}-{self.spec.name}"
 
-    def _start_pool(self, spin_us: float) -> WorkerPool:
+    def _start_pool(self, spin_us: float, hot_spin_us: float = 0.0) -> WorkerPool:
         """Start this runtime's worker pool (once, from the constructor)."""
-        pool = WorkerPool(self._threads, name=self._thread_name(), spin_us=spin_us)
+        pool = WorkerPool(self._threads, name=self._thread_name(), spin_us=spin_us,
+                          hot_spin_us=hot_spin_us)
         self._pool = pool
         self._own_threads(pool.close)
         self._trace_threads()
@@ -183,12 +184,19 @@ class ThreadedRuntime(Runtime):
         threads that do not come back, and the runtime becomes unusable (see
         :meth:`_abandon`)."""
         self._interrupted = False
+        pool = self._pool
         try:
             with blas_cap(self._blas_threads), deferred_interrupt(self._on_interrupt) as deferral:
                 # With the deferral active, the first KeyboardInterrupt the pool sees is
                 # already the user's second Ctrl-C.
                 self._give_up_after = 1 if deferral.active else 2
-                return operation(arg)
+                if pool is not None:
+                    pool.hot = True  # the step's windows follow each other closely
+                try:
+                    return operation(arg)
+                finally:
+                    if pool is not None:
+                        pool.hot = False  # the caller's own code runs next: park soon
         except KeyboardInterrupt:
             self._mark_failed()  # even if the operation had finished: reset before going on
             if self._pool is not None and self._pool.stuck:

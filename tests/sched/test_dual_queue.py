@@ -97,3 +97,33 @@ def test_a_step_that_fails_in_the_first_window_leaves_no_action_behind():
     finally:
         rt.close()
         ref.close()
+
+
+class SeesThePool(RandomModel):
+    """Records whether the runtime's pool was hot while its action handlers ran, and
+    fails for entity ``bad``."""
+
+    pool = None
+    bad = -1
+
+    def on_act(self, ctx, event):
+        self.seen.append(self.pool.hot)
+        if ctx.id == self.bad:
+            raise ValueError("bad action")
+        super().on_act(ctx, event)
+
+
+def test_the_pool_is_hot_only_while_a_step_runs():
+    model = SeesThePool(200, seed=9)
+    model.seen = []
+    with seer.SeerRuntime(model, threads=2) as rt:
+        model.pool = rt.pool
+        rt.reset(0)
+        assert rt.pool.hot is False
+        rt.step(model.sample_actions(0))
+        assert model.seen and all(model.seen)
+        assert rt.pool.hot is False  # the caller's own code runs now: workers park
+        model.bad = next(iter(model.sample_actions(1)))
+        with pytest.raises(HandlerError, match="bad action"):
+            rt.step(model.sample_actions(1))
+        assert rt.pool.hot is False

@@ -73,3 +73,37 @@ def test_resize_and_close_leave_no_threads():
 def test_bad_thread_counts(bad):
     with pytest.raises(ValueError, match="threads must be an int >= 1"):
         WorkerPool(bad)
+
+
+class _Wakes:
+    """A stand-in trace that keeps each worker wake-up's ``parked`` flag."""
+
+    def __init__(self) -> None:
+        self.parked: list[bool] = []
+
+    def instant(self, index, name, **args):
+        if name == "wake":
+            self.parked.append(args["parked"])
+
+
+@pytest.mark.parametrize("hot", [True, False])
+def test_a_hot_pool_catches_the_next_task_spinning(hot):
+    import time
+
+    # No ordinary spin at all; up to 2 s of it while hot. The pause between the tasks
+    # (20 ms) is far inside the hot spin and far outside the ordinary one.
+    with WorkerPool(2, spin_us=0.0, hot_spin_us=2_000_000.0) as pool:
+        if pool._hot_spin == 0:
+            pytest.skip("one core: the pool does not spin")
+        wakes = pool.trace = _Wakes()
+        pool.hot = hot
+        pool.run(lambda i: None)
+        time.sleep(0.02)
+        pool.run(lambda i: None)
+        pool.hot = False
+        assert wakes.parked[1] is (not hot)
+
+
+def test_hot_spin_is_never_shorter_than_the_ordinary_one():
+    with WorkerPool(2, spin_us=80.0, hot_spin_us=10.0) as pool:
+        assert pool._hot_spin == pool._spin or pool._spin == 0
