@@ -7,9 +7,11 @@ On 16 cores SEER spends about 1.8 times the CPU of 16 independent serial runs on
 plain-Python events, inside its windows (``bench.tax``; ``bench/RESULTS-manycore.md``).
 Independent runs share nothing; one model's threads share the model object and its
 attributes, the state arrays, and the per-entity objects made at ``reset``. Each variant
-below removes one such sharing, and each was measured as neutral or worse on 2 threads
-(``docs/performance.md``, "Tried and not adopted"), where sharing is cheap. This script
-is the many-core test of them, ready to run on a machine with many cores:
+below but ``parking`` removes one such sharing, and each was measured as neutral or worse
+on 2 threads (``docs/performance.md``, "Tried and not adopted"), where sharing is cheap.
+``parking`` is the other way round: it takes back a change that was within noise on 2
+threads. This script is the many-core test of them, ready to run on a machine with many
+cores:
 
 * ``seer``: SEER as it is (the reference);
 * ``rng-home``: after every ``reset``, each entity's ``numpy.random.Generator`` remade on
@@ -21,6 +23,9 @@ is the many-core test of them, ready to run on a machine with many cores:
 * ``deferred-model``: the model object and its list, tuple and dict attributes with
   deferred reference counting (CPython 3.14t, ``PyUnstable_Object_EnableDeferredRefcount``):
   loading them no longer writes their reference count;
+* ``parking``: SEER with its workers parking between the windows of a step, as before
+  the pool learnt to spin while a step runs (``hot_spin_us=0``): with T threads, each
+  window then starts with T - 1 futex wake-ups;
 * ``static``: the ``static`` peer, for scale.
 
 Every variant builds its own model and runtime once; then in every round each one, in an
@@ -105,6 +110,7 @@ VARIANTS: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[Any], Any
     "rng-home": ("seer", dict, None, _rng_home),
     "block-homes": ("seer", lambda: {"assignment": BlockSteal()}, None, None),
     "deferred-model": ("seer", dict, _defer, None),
+    "parking": ("seer", lambda: {"hot_spin_us": 0.0}, None, None),
     "static": ("static", dict, None, None),
 }
 WORKLOADS = {"pcs": ("pcs", 1600, 15.0, 5), "aircraft": ("aircraft", 800, 200.0, 3)}
