@@ -30,9 +30,9 @@ head after it ran; duplicates are harmless (a window takes each entity once) and
 is ever stale, because every entry added after a window has ``κ >= B``. Every readied
 entity is run and lists its new head, so a calendar may forget a readied entity's other
 entries: the dense layout (:class:`~seer.sched.calendar.DenseCalendar`) keeps one key per
-entity. The runtime starts each episode with the sorted runs and, at each step start,
-takes the layout that suits how many entities the last step's windows readied
-(:func:`~seer.sched.calendar.prefer_dense`).
+entity. A runtime starts with the sorted runs and, at each step start, takes the layout
+that suits how many entities the last step's windows readied
+(:func:`~seer.sched.calendar.prefer_dense`); a reset keeps the layout.
 """
 
 from __future__ import annotations
