@@ -130,20 +130,11 @@ def _sorted_run(tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> _Run:
     return _Run(tau[order], seq[order], entity[order])
 
 
-class Calendar:
-    """Entries ``(τ, seq, entity)`` ordered by κ; see the module docstring."""
+class _PendingEntries:
+    """Entries come in through a pending batch that the reading methods flush first."""
 
-    #: :meth:`extend_sorted` needs its arrays sorted by ``tau``.
-    SORTED = True
+    _pending: CalendarBatch
 
-    def __init__(self, n_entities: int) -> None:
-        self._heap: list[tuple[float, int, int]] = []
-        self._runs: list[_Run] = []
-        self._pending = CalendarBatch()
-        # first_seen[e]: scratch for removing duplicate entities without sorting
-        self._first_seen = np.zeros(max(1, n_entities), np.int64)
-
-    # -- adding ---------------------------------------------------------------------------
     def add(self, tau: float, seq: int, entity: int) -> None:
         """One entry (kept pending until the next :meth:`head` / :meth:`pop_ready`)."""
         self._pending.add(tau, seq, entity)
@@ -159,6 +150,24 @@ class Calendar:
         """All of ``batch``'s entries (the batch is left as it is)."""
         self.add_many(batch.tau, batch.seq, batch.entity)
 
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+
+class Calendar(_PendingEntries):
+    """Entries ``(τ, seq, entity)`` ordered by κ; see the module docstring."""
+
+    #: :meth:`extend_sorted` needs its arrays sorted by ``tau``.
+    SORTED = True
+
+    def __init__(self, n_entities: int) -> None:
+        self._heap: list[tuple[float, int, int]] = []
+        self._runs: list[_Run] = []
+        self._pending = CalendarBatch()
+        # first_seen[e]: scratch for removing duplicate entities without sorting
+        self._first_seen = np.zeros(max(1, n_entities), np.int64)
+
+    # -- adding (and add, add_many, extend) ----------------------------------------------------
     def extend_sorted(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
         """Entries given as arrays sorted by ``tau`` (:meth:`CalendarBatch.take_sorted`)."""
         if len(entity) < SMALL:  # a few entries: pending, for the heap level
@@ -267,9 +276,6 @@ class Calendar:
     def __len__(self) -> int:
         return len(self._heap) + sum(len(r) for r in self._runs) + len(self._pending)
 
-    def __bool__(self) -> bool:
-        return len(self) > 0
-
     def clear(self) -> None:
         self._heap.clear()
         self._runs.clear()
@@ -320,7 +326,7 @@ def prefer_dense(dense_now: bool, ready: int, windows: int, n_entities: int) -> 
     return share >= (DENSE_SHARE / 2 if dense_now else DENSE_SHARE)
 
 
-class DenseCalendar:
+class DenseCalendar(_PendingEntries):
     """Each entity's smallest listed key ``(τ, seq)`` in two arrays; see the module
     docstring for when it is used and the contract it relies on (a readied entity lists
     its new head after it ran). Same interface as :class:`Calendar`, except that it keeps
@@ -339,20 +345,7 @@ class DenseCalendar:
         self._seq = np.zeros(n, np.int64)
         self._pending = CalendarBatch()
 
-    # -- adding ---------------------------------------------------------------------------
-    def add(self, tau: float, seq: int, entity: int) -> None:
-        """One entry (kept pending until the next :meth:`head` / :meth:`pop_ready`)."""
-        self._pending.add(tau, seq, entity)
-
-    def add_many(self, tau: list[float], seq: list[int], entity: list[int]) -> None:
-        p = self._pending
-        p.tau += tau
-        p.seq += seq
-        p.entity += entity
-
-    def extend(self, batch: CalendarBatch) -> None:
-        self.add_many(batch.tau, batch.seq, batch.entity)
-
+    # -- adding (and add, add_many, extend) ----------------------------------------------------
     def extend_sorted(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
         """Entries given as arrays, in any order (the name is :class:`Calendar`'s)."""
         if len(entity):
@@ -405,9 +398,6 @@ class DenseCalendar:
 
     def __len__(self) -> int:
         return int(np.count_nonzero(self._tau != np.inf)) + len(self._pending)
-
-    def __bool__(self) -> bool:
-        return len(self) > 0
 
     def clear(self) -> None:
         self._tau.fill(np.inf)

@@ -33,21 +33,34 @@ def _random_batch(rng: random.Random, n_entities: int, t_low: float, size: int,
     return batch
 
 
+@pytest.mark.parametrize("layout", [Calendar, DenseCalendar])
 @pytest.mark.parametrize("seed", range(40))
-def test_windows_match_a_sorted_list(seed: int) -> None:
+def test_windows_match_a_sorted_list(layout, seed: int) -> None:
+    """Both layouts against a sorted list of every entry, used as the runtimes use them:
+    every entry added is at or after the current bound, and each readied entity lists its
+    new head (the smallest of its entries left) after the window. The dense layout relies
+    on that and keeps only each entity's smallest key."""
     rng = random.Random(seed)
     n = rng.choice([1, 5, 50, 500])
     lookahead = rng.choice([0.0, 0.25, 1.0])
-    calendar, reference = Calendar(n), []
+    dense = layout is DenseCalendar
+    calendar, reference = layout(n), []
     t_low = 0.0
     for window in range(60):
-        # As in the runtimes: every entry added is at or after the current bound.
         size = rng.choice([0, 1, 3, SMALL - 1, SMALL, 3 * SMALL, 700])
         batch = _random_batch(rng, n, t_low, size, same_time=lookahead == 0.0)
-        calendar.extend(batch)
         reference += zip(batch.tau, batch.seq, batch.entity, strict=True)
         reference.sort()
-        assert len(calendar) == len(reference)
+        if rng.random() < 0.5:
+            calendar.extend(batch)
+        else:  # as a worker hands them over
+            calendar.extend_sorted(*batch.take_arrays(sort=layout.SORTED))
+        firsts: dict[int, tuple] = {}
+        for entry in reference:
+            firsts.setdefault(entry[2], entry)
+        listed = sorted(firsts.values()) if dense else reference
+        assert calendar.entries() == listed, f"window {window}"
+        assert len(calendar) == len(listed)
         head = calendar.head()
         if not reference:
             assert head is None
@@ -55,15 +68,27 @@ def test_windows_match_a_sorted_list(seed: int) -> None:
         assert head == reference[0][:2]
         bound = window_bound(head[0], head[1], head[0] + rng.choice([0.5, 3.0, 50.0]),
                              lookahead)
-        ready = calendar.pop_ready(bound)
+        ready = calendar.pop_ready(bound).tolist()
         taken = [entry for entry in reference if entry < bound]
         reference = [entry for entry in reference if not entry < bound]
         expected = list(dict.fromkeys(e for _, _, e in taken))
         assert taken, "the head is always ready"
-        assert sorted(ready.tolist()) == sorted(expected)
-        assert len(set(ready.tolist())) == len(ready)
-        assert calendar.entries() == reference, f"window {window}"
+        assert len(set(ready)) == len(ready)
+        assert sorted(ready) == sorted(expected)
+        if dense:
+            assert ready == sorted(expected)  # in id order
+        readied = set(expected)
+        heads: dict[int, tuple] = {}
+        for entry in reference:
+            if entry[2] in readied:
+                heads.setdefault(entry[2], entry)
+        if heads:  # the readied entities list their new heads
+            tau, seq, entity = zip(*heads.values(), strict=True)
+            calendar.add_many(list(tau), list(seq), list(entity))
+            reference = sorted(reference + list(heads.values()))
         t_low = bound[0]
+    calendar.pop_ready((float("inf"), -1))
+    assert calendar.head() is None and not calendar
 
 
 def test_duplicates_keep_first_occurrence_order() -> None:
@@ -126,50 +151,6 @@ def test_deepest_round_has_a_bound_beyond_int64() -> None:
     assert bound[1] == 2**63
     assert sorted(calendar.pop_ready(bound).tolist()) == list(range(SMALL))
     assert calendar.head() is None
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_dense_windows_match_a_sorted_list(seed: int) -> None:
-    """The dense layout keeps one key per entity. Run it as the runtimes do: each readied
-    entity lists its new head (the smallest of its entries left) after the window."""
-    rng = random.Random(seed)
-    n = rng.choice([1, 5, 50, 500])
-    lookahead = rng.choice([0.0, 0.25, 1.0])
-    calendar, reference = DenseCalendar(n), []
-    t_low = 0.0
-    for window in range(60):
-        size = rng.choice([0, 1, 3, SMALL - 1, SMALL, 3 * SMALL, 700])
-        batch = _random_batch(rng, n, t_low, size, same_time=lookahead == 0.0)
-        reference += zip(batch.tau, batch.seq, batch.entity, strict=True)
-        reference.sort()
-        if rng.random() < 0.5:
-            calendar.extend(batch)
-        else:  # as a worker hands them over, unsorted
-            calendar.extend_sorted(*batch.take_arrays(sort=False))
-        firsts = {}
-        for entry in reference:
-            firsts.setdefault(entry[2], entry)
-        assert calendar.entries() == sorted(firsts.values()), f"window {window}"
-        assert len(calendar) == len(firsts)
-        head = calendar.head()
-        if not reference:
-            assert head is None
-            continue
-        assert head == reference[0][:2]
-        bound = window_bound(head[0], head[1], head[0] + rng.choice([0.5, 3.0, 50.0]),
-                             lookahead)
-        ready = calendar.pop_ready(bound)
-        expected = {e for t, s, e in reference if (t, s) < bound}
-        assert ready.tolist() == sorted(expected)
-        reference = [entry for entry in reference if not entry < bound]
-        heads = {}
-        for entry in reference:
-            if entry[2] in expected:
-                heads.setdefault(entry[2], entry)
-        if heads:  # the readied entities list their new heads
-            tau, seq, entity = zip(*heads.values(), strict=True)
-            calendar.add_many(list(tau), list(seq), list(entity))
-        t_low = bound[0]
 
 
 def test_dense_keeps_the_smallest_key_of_repeated_entities() -> None:
