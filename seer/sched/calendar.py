@@ -80,9 +80,10 @@ class CalendarBatch:
     def __len__(self) -> int:
         return len(self.entity)
 
-    def take_sorted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The entries as ``(tau, seq, entity)`` arrays sorted by ``tau``, for
-        :meth:`Calendar.extend_sorted`; the batch is left empty.
+    def take_arrays(self, sort: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The entries as ``(tau, seq, entity)`` arrays, sorted by ``tau`` if ``sort``
+        (what a calendar's :meth:`~Calendar.extend_sorted` needs: its ``SORTED``); the
+        batch is left empty.
 
         Called by the thread that filled the batch, before the window's barrier: the
         conversion then runs in parallel, and it reads floats and ints that this thread
@@ -90,23 +91,13 @@ class CalendarBatch:
         CPython would count each reference with an atomic and hand each object back to
         its owner thread's queue when the lists are cleared (``docs/performance.md``)."""
         tau = np.array(self.tau, np.float64)
+        seq = np.array(self.seq, np.int64)
+        entity = np.array(self.entity, np.int64)
+        self.clear()
+        if not sort:
+            return tau, seq, entity
         order = np.argsort(tau)
-        run = (tau[order], np.array(self.seq, np.int64)[order],
-               np.array(self.entity, np.int64)[order])
-        self.clear()
-        return run
-
-    def take_arrays(self, sort: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The entries as ``(tau, seq, entity)`` arrays, sorted by ``tau`` if ``sort``
-        (what the calendar's :meth:`~Calendar.extend_sorted` needs: its ``SORTED``); the
-        batch is left empty. See :meth:`take_sorted` for why the thread that filled the
-        batch calls it."""
-        if sort:
-            return self.take_sorted()
-        run = (np.array(self.tau, np.float64), np.array(self.seq, np.int64),
-               np.array(self.entity, np.int64))
-        self.clear()
-        return run
+        return tau[order], seq[order], entity[order]
 
 
 class _Run:
@@ -169,7 +160,7 @@ class Calendar(_PendingEntries):
 
     # -- adding (and add, add_many, extend) ----------------------------------------------------
     def extend_sorted(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
-        """Entries given as arrays sorted by ``tau`` (:meth:`CalendarBatch.take_sorted`)."""
+        """Entries given as arrays sorted by ``tau`` (:meth:`CalendarBatch.take_arrays`)."""
         if len(entity) < SMALL:  # a few entries: pending, for the heap level
             self.add_many(tau.tolist(), seq.tolist(), entity.tolist())
         else:

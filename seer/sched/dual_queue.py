@@ -91,15 +91,16 @@ class WindowWorker:
     views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
     and :meth:`run_entities` loads every shared container once per chunk, not per event."""
 
-    __slots__ = ("actions", "cal", "claimer", "contexts", "cur", "events", "failure",
-                 "failure_key", "handlers", "heads", "heaps", "leq", "limit",
+    __slots__ = ("actions", "cal", "calendars", "claimer", "contexts", "cur", "events",
+                 "failure", "failure_key", "handlers", "heads", "heaps", "leq", "limit",
                  "outbox", "output_claimer", "overflow", "push", "runtime_limit_error",
-                 "sealed", "send_all", "slab", "snapshot", "sort_sealed", "state", "stats")
+                 "sealed", "send_all", "slab", "snapshot", "state", "stats")
 
     def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
                  views: tuple[StateArrays, StateArrays], limit: int,
-                 limit_error: Callable[[int, Event, str], Exception]) -> None:
+                 limit_error: Callable[[int, Event, str], Exception],
+                 calendars: list) -> None:
         # limit_error must not be a bound method of the runtime (no cycle: see
         # WindowedRuntime's coordinator push).
         self.heaps = leq.leqs.heaps
@@ -116,13 +117,12 @@ class WindowWorker:
         self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
         self.cal = CalendarBatch()
+        # The runtime's box holding the calendar in use (seal() asks it how to hand over).
+        self.calendars = calendars
         self.cur = -1  # the entity this thread runs (named if the thread gets stuck)
         # In the window that takes a step's actions: (slots, batch) for take_action.
         self.actions: tuple[memoryview, ActionBatch] | None = None
         self.sealed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        # Whether seal() sorts the entries by τ: the runtime's calendar's SORTED, set by the
-        # coordinator between windows.
-        self.sort_sealed = True
         self.events = 0  # events run since the coordinator last collected
         self.overflow: list[Event] = []  # cross events that found the arena full
         # Cross events of this window, sent at its end (publish). Contexts get the list's
@@ -251,10 +251,10 @@ class WindowWorker:
 
     def seal(self) -> None:
         """Publish the window's cross events, then hand its calendar entries over as
-        arrays, sorted by τ if the calendar needs it (on this worker's thread, after its
-        last claim: see :meth:`CalendarBatch.take_sorted`)."""
+        arrays, sorted by τ if the calendar in use needs it (on this worker's thread, after
+        its last claim: see :meth:`CalendarBatch.take_arrays`)."""
         self.publish()
-        self.sealed = self.cal.take_arrays(self.sort_sealed)
+        self.sealed = self.cal.take_arrays(self.calendars[0].SORTED)
 
     def collect(self, runtime: DualQueueRuntime) -> None:
         """Hand this window's results to the coordinator (after the barrier)."""
@@ -412,16 +412,11 @@ class DualQueueRuntime(WindowedRuntime):
                 self.assignment.claimer(self._pel, i, threads, self._atomics_path),
                 self._pel.claimer(threads, path=self._atomics_path),
                 pool.stats[i], self._contexts, self._handlers, self._private_views(),
-                self._event_limit, limit_error, **({"index": i, **traced} if traced else {}))
+                self._event_limit, limit_error, self._calendar_box,
+                **({"index": i, **traced} if traced else {}))
 
         pool.run_setup(make)
         self._workers = workers
-        self._set_calendar(self._calendar)  # the new workers learn its layout
-
-    def _set_calendar(self, calendar: Any) -> None:
-        super()._set_calendar(calendar)
-        for w in self._workers:
-            w.sort_sealed = calendar.SORTED
 
     def _own_contexts(self, entities: list[int]) -> None:
         """Replace the contexts (and rows) of ``entities`` by copies made on this thread

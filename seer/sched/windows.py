@@ -82,7 +82,6 @@ class WindowedRuntime(ThreadedRuntime):
 
         self._heaps = heaps
         self._calendar_box = calendar_box
-        self._calendar = calendar_box[0]
         # the last step's windows and the entities they readied (for the layout)
         self._step_windows = self._step_ready = 0
         # A closure, not a bound method: contexts keep it, and a bound method would tie the
@@ -122,6 +121,11 @@ class WindowedRuntime(ThreadedRuntime):
         return self._calendar.head()
 
     # -- the calendar's layout --------------------------------------------------------------
+    @property
+    def _calendar(self) -> Calendar | DenseCalendar:
+        """The calendar in use (one box holds it, read by the coordinator's push too)."""
+        return self._calendar_box[0]
+
     def _pick_calendar(self) -> None:
         """Change the calendar's layout if the last step's windows call for the other one
         (:func:`prefer_dense`), moving its entries across."""
@@ -130,10 +134,7 @@ class WindowedRuntime(ThreadedRuntime):
         if prefer_dense(dense, self._step_ready, self._step_windows, n) != dense:
             new = Calendar(n) if dense else DenseCalendar(n)
             new.extend_sorted(*self._calendar.arrays())
-            self._set_calendar(new)
-
-    def _set_calendar(self, calendar: Calendar | DenseCalendar) -> None:
-        self._calendar_box[0] = self._calendar = calendar
+            self._calendar_box[0] = new
 
     # -- the window loop ------------------------------------------------------------------------
     def _run(self, t_end: float) -> None:
@@ -147,7 +148,6 @@ class WindowedRuntime(ThreadedRuntime):
             ready = calendar.pop_ready(bound)
             windows += 1
             readied += len(ready)
-            self._step_windows, self._step_ready = windows, readied
             self._run_window(ready, bound)
             self.windows_run += 1
             if self._interrupted:
@@ -156,6 +156,8 @@ class WindowedRuntime(ThreadedRuntime):
                 self._mark_failed()
                 raise self._step_limit_error(int(ready[0]), None, f"window at t={head[0]!r} "
                                              f"with {len(ready)} ready entities")
+        # (a step that raises needs a reset, which zeroes them)
+        self._step_windows, self._step_ready = windows, readied
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         """Run every entity in ``ready`` (distinct ids) on its events ``< bound``, and
