@@ -252,13 +252,13 @@ def section(result: dict[str, Any] | None) -> list[str]:
         for name, r in w["runtimes"].items():
             ms = 1e3 * statistics.median(r["wall_s"])
             rolled = r.get("rollback_rate", float("nan"))
-            impossible |= r["speedup"] > r["threads"]
+            impossible |= _over(r["speedup"], r["threads"])
             rows.append([name, f"{ms:.1f}", _speedup(r["speedup"], r["threads"]),
                          f"{r['cpu_ratio']:.2f}", f"{r['speedup'] / r['threads']:.2f}",
                          "-" if rolled != rolled else f"{100 * rolled:.2f} %"])
         ceiling = w.get("ceiling")
         if ceiling:
-            impossible |= ceiling["speedup"] > 2
+            impossible |= _over(ceiling["speedup"], 2)
             rows.append(["two independent serial runs, one per thread",
                          f"{1e3 * statistics.median(ceiling['wall_s']) / 2:.1f}",
                          _speedup(ceiling["speedup"], 2), f"{ceiling['cpu_ratio']:.2f}",
@@ -272,10 +272,15 @@ def section(result: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _over(speedup: float, threads: int) -> bool:
+    """A speed-up above the thread count: impossible unless the serial rounds it is read
+    against were slowed by the host."""
+    return speedup > threads
+
+
 def _speedup(speedup: float, threads: int) -> str:
-    """A speed-up, flagged where it exceeds the thread count (impossible unless the serial
-    rounds it is read against were slowed by the host)."""
-    return f"{speedup:.2f}" + (" (!)" if speedup > threads else "")
+    """A speed-up, flagged where it is :func:`_over` the thread count."""
+    return f"{speedup:.2f}" + (" (!)" if _over(speedup, threads) else "")
 
 
 def draw(result: dict[str, Any], figures: Path) -> list[str]:
