@@ -283,13 +283,13 @@ class Runtime(ABC):
         episode = None
         if self.spec.has_init_episode:
             try:
-                episode = self.model.init_episode(np.random.default_rng(_child(seq, n)))
+                episode = self.model.init_episode(np.random.default_rng(child_seed(seq, n)))
             except Exception as exc:
                 self._raise_model_code(exc, "init_episode", None)
         self._episode = episode
         init = self.model.init_entity
+        self._seed_generators(seq)
         for ctx in self._contexts:
-            ctx.rng = np.random.default_rng(_child(seq, ctx.id))
             ctx.episode = episode
             ctx.snapshot = NO_SNAPSHOT
             ctx.now = 0.0
@@ -309,6 +309,13 @@ class Runtime(ABC):
         result = self._outputs()
         self._status = _READY
         return result
+
+    def _seed_generators(self, seq: np.random.SeedSequence) -> None:
+        """Give every entity's context its generator, seeded by ``seq``'s child of the
+        entity's id (parallel runtimes make each one on the thread that will draw from
+        it: see :meth:`seer.sched.dual_queue.DualQueueRuntime._seed_generators`)."""
+        for ctx in self._contexts:
+            ctx.rng = np.random.default_rng(child_seed(seq, ctx.id))
 
     def _step(self, batch: ActionBatch) -> StepResult:
         t1 = (self._step_index + 1) * self.spec.step_length
@@ -630,7 +637,7 @@ def _event_limit(limit: Any) -> int | None:
     return int(limit)
 
 
-def _child(seq: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
+def child_seed(seq: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
     """``seq``'s ``i``-th child, as ``seq.spawn`` would make it on a fresh sequence."""
     return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i),
                                   pool_size=seq.pool_size)
