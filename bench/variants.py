@@ -14,10 +14,6 @@ threads. This script is the many-core test of them, ready to run on a machine wi
 cores:
 
 * ``seer``: SEER as it is (the reference);
-* ``rng-home``: after every ``reset``, each entity's ``numpy.random.Generator`` remade on
-  its home thread with the same bit-generator state (same draws), so that generators of
-  neighbouring entities that different threads run do not sit side by side in memory,
-  made by one thread;
 * ``block-homes``: SEER's claimer and steals with contiguous id blocks as homes, so a
   thread's rows share cache lines with its own entities' rows, not with 7 other threads';
 * ``deferred-model``: the model object and its list, tuple and dict attributes with
@@ -68,26 +64,6 @@ class BlockSteal(Steal):
         return entities * threads // n_entities
 
 
-def _rng_home(rt: Any) -> None:
-    """Remake each entity's generator on its home thread, same bit-generator state."""
-    pool = rt.pool
-    if pool is None or pool.threads == 1:
-        return
-    n = rt.spec.n_entities
-    home = rt.assignment.home(np.arange(n, dtype=np.int64), pool.threads, n)
-    homed = [np.flatnonzero(home == i).tolist() for i in range(pool.threads)]
-    contexts = rt._contexts
-
-    def remake(i: int) -> None:
-        for e in homed[i]:
-            old = contexts[e].rng.bit_generator
-            bitgen = type(old)()
-            bitgen.state = old.state
-            contexts[e].rng = np.random.Generator(bitgen)
-
-    pool.run_setup(remake)
-
-
 def _defer(model: Any) -> int:
     """Deferred reference counting for ``model`` and its container attributes (one level
     into lists and tuples); returns how many objects it was enabled on. CPython enables it
@@ -103,15 +79,13 @@ def _defer(model: Any) -> int:
     return n
 
 
-#: name -> (runtime kind, make_runtime options, model hook, after-reset hook)
-VARIANTS: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[Any], Any] | None,
-                          Callable[[Any], None] | None]] = {
-    "seer": ("seer", dict, None, None),
-    "rng-home": ("seer", dict, None, _rng_home),
-    "block-homes": ("seer", lambda: {"assignment": BlockSteal()}, None, None),
-    "deferred-model": ("seer", dict, _defer, None),
-    "parking": ("seer", lambda: {"hot_spin_us": 0.0}, None, None),
-    "static": ("static", dict, None, None),
+#: name -> (runtime kind, make_runtime options, model hook)
+VARIANTS: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[Any], Any] | None]] = {
+    "seer": ("seer", dict, None),
+    "block-homes": ("seer", lambda: {"assignment": BlockSteal()}, None),
+    "deferred-model": ("seer", dict, _defer),
+    "parking": ("seer", lambda: {"hot_spin_us": 0.0}, None),
+    "static": ("static", dict, None),
 }
 WORKLOADS = {"pcs": ("pcs", 1600, 15.0, 5), "aircraft": ("aircraft", 800, 200.0, 3)}
 SMOKE = {"pcs": 64, "aircraft": 40}
@@ -123,32 +97,30 @@ def measure(workload: str, threads: int, rounds: int, variants: list[str],
     kind_, entities, cost, steps = WORKLOADS[workload]
     if smoke:
         entities, steps = SMOKE[workload], 2
-    built: dict[str, tuple[Any, list[Any], Callable[[Any], None] | None]] = {}
+    built: dict[str, tuple[Any, list[Any]]] = {}
     rows: dict[str, dict[str, Any]] = {}
     try:
         for name in variants:
-            kind, options, model_hook, after_reset = VARIANTS[name]
+            kind, options, model_hook = VARIANTS[name]
             model = make_model(kind_, entities, cost, 1)
             if model_hook is not None:
                 model_hook(model)
             actions = [model.sample_actions(t) for t in range(steps + 1)]
             built[name] = (seer.make_runtime(model, kind, threads=threads, **options()),
-                           actions, after_reset)
+                           actions)
             rows[name] = {"wall_s": [], "cpu_s": [], "digest": None}
         for r in range(rounds):
             order = variants[r % len(variants):] + variants[:r % len(variants)]
             for name in order:
-                rt, actions, after_reset = built[name]
+                rt, actions = built[name]
                 rt.reset(seed=0)
-                if after_reset is not None:
-                    after_reset(rt)
                 rt.step(actions[0])
                 wall, cpu = timed_steps(rt, actions, steps)
                 rows[name]["wall_s"].append(wall)
                 rows[name]["cpu_s"].append(cpu)
                 rows[name]["digest"] = state_digest(rt)
     finally:
-        for rt, _, _ in built.values():
+        for rt, _ in built.values():
             rt.close()
     return {"workload": workload, "entities": entities, "cost_us": cost, "steps": steps,
             "threads": threads, "variants": rows}
