@@ -49,7 +49,7 @@ from seer.queues import (
     ParallelExecutiveList,
     PelClaimer,
 )
-from seer.runtime import ActionBatch, StepResult, child_seed, step_limit_error
+from seer.runtime import ActionBatch, StepResult, step_limit_error
 from seer.sched.assignment import Assignment, Claimer, get_assignment
 from seer.sched.calendar import CalendarBatch
 from seer.sched.pool import WorkerStats
@@ -421,21 +421,12 @@ class DualQueueRuntime(WindowedRuntime):
         self._homed = homed
 
     def _seed_generators(self, seq: np.random.SeedSequence) -> None:
-        """Each entity's generator made on its home thread (same seeds as serial's, so
-        the same draws). Generators the caller made one after another sit side by side in
-        memory, and every draw writes the generator's state: two threads drawing from two
-        neighbours (entities ``e`` and ``e + 1`` have different homes) would share cache
-        lines. Seeding on T threads also makes ``reset`` faster."""
+        """Each entity's generator made on its home thread
+        (:meth:`ThreadedRuntime._seed_generators_on`)."""
         if self._pool.threads == 1:
             super()._seed_generators(seq)
-            return
-        contexts, homed, rng = self._contexts, self._homed, np.random.default_rng
-
-        def seed(i: int) -> None:
-            for e in homed[i]:
-                contexts[e].rng = rng(child_seed(seq, e))
-
-        self._pool.run_setup(seed)
+        else:
+            self._seed_generators_on(seq, self._homed)
 
     def _own_contexts(self, entities: list[int]) -> None:
         """Replace the contexts (and rows) of ``entities`` by copies made on this thread

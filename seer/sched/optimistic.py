@@ -743,6 +743,18 @@ class OptimisticRuntime(ThreadedRuntime):
             ctx._push = ctx._self_push = self._coordinator_push
         self._block_binding()
 
+    def _seed_generators(self, seq: np.random.SeedSequence) -> None:
+        """Each entity's generator made on the thread it is bound to at the episode's
+        start (:meth:`ThreadedRuntime._seed_generators_on`)."""
+        threads = self._pool.threads
+        if threads == 1:
+            super()._seed_generators(seq)
+            return
+        bound: list[list[int]] = [[] for _ in range(threads)]
+        for e, owner in enumerate(self._shared.owner):
+            bound[owner].append(e)
+        self._seed_generators_on(seq, bound)
+
     def _reset(self, seq: Any) -> Any:
         self._totals = dict.fromkeys(_COUNTERS, 0)
         self._steps_since_rebind = 0

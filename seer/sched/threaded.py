@@ -27,10 +27,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from seer.errors import ModelError
 from seer.model import Model
 from seer.platform import warn_if_gil_enabled
-from seer.runtime import Runtime
+from seer.runtime import Runtime, child_seed
 from seer.sched.blas import blas_cap
 from seer.sched.interrupts import deferred_interrupt
 from seer.sched.pool import WorkerPool
@@ -206,6 +208,20 @@ class ThreadedRuntime(Runtime):
     def _reset(self, seq: Any) -> Any:
         self.windows_run = 0
         return super()._reset(seq)
+
+    def _seed_generators_on(self, seq: np.random.SeedSequence, homed: list[list[int]]) -> None:
+        """Make the generator of every entity in ``homed[i]`` on pool thread ``i``, from
+        the same seed as serial's (so the same draws). Generators made one after another
+        by one thread sit side by side in memory, and every draw writes the generator's
+        state: two threads drawing from neighbours would share cache lines. Seeding on
+        every thread also makes ``reset`` faster."""
+        contexts, rng = self._contexts, np.random.default_rng
+
+        def seed(i: int) -> None:
+            for e in homed[i]:
+                contexts[e].rng = rng(child_seed(seq, e))
+
+        self._pool.run_setup(seed)
 
     def _abandon(self, stuck: list[tuple[int, str]]) -> None:
         """Mark the runtime unusable because threads ``stuck`` never came back."""

@@ -2,7 +2,6 @@
 
 import threading
 
-import numpy as np
 import pytest
 
 import seer
@@ -129,32 +128,3 @@ def test_the_pool_is_hot_only_while_a_step_runs():
             rt.step(model.sample_actions(1))
         assert rt.pool.hot is False
 
-
-@pytest.mark.parametrize("kind", ["seer", "static-block"])
-def test_each_generator_is_made_on_its_entitys_home_thread(kind, monkeypatch):
-    """Generators of neighbouring entities must not be made one after another by one thread
-    (their states would share cache lines): each is made by its home thread, from the
-    same seed as serial's, at every reset."""
-    made = {}  # entity -> thread that made its generator
-    original = np.random.default_rng
-
-    def default_rng(seed=None):
-        if isinstance(seed, np.random.SeedSequence) and len(seed.spawn_key) == 1:
-            made[seed.spawn_key[0]] = threading.get_ident()
-        return original(seed)
-
-    monkeypatch.setattr(np.random, "default_rng", default_rng)
-    model = RandomModel(60, seed=4)
-    with seer.make_runtime(model, kind, threads=3) as rt:
-        for seed in (1, 2):
-            made.clear()
-            rt.reset(seed)
-            assert sorted(made) == list(range(60))
-            home = rt.assignment.home(np.arange(60), 3, 60)
-            threads_of_home = [{made[e] for e in range(60) if home[e] == i} for i in range(3)]
-            assert all(len(t) == 1 for t in threads_of_home)  # one thread per home
-            assert len(set.union(*threads_of_home)) == 3  # and a different one for each
-            assert threads_of_home[0] == {threading.get_ident()}  # home 0 is the caller
-    monkeypatch.undo()
-    assert_equivalent(lambda m: seer.make_runtime(m, kind, threads=3), RandomModel(60, seed=4),
-                      seeds=[1, 2], steps=3)
