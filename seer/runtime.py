@@ -313,7 +313,7 @@ class Runtime(ABC):
     def _seed_generators(self, seq: np.random.SeedSequence) -> None:
         """Give every entity's context its generator, seeded by ``seq``'s child of the
         entity's id (parallel runtimes make each one on the thread that will draw from
-        it: see :meth:`seer.sched.dual_queue.DualQueueRuntime._seed_generators`)."""
+        it: see :meth:`seer.sched.threaded.ThreadedRuntime._seed_generators_on`)."""
         for ctx in self._contexts:
             ctx.rng = np.random.default_rng(child_seed(seq, ctx.id))
 

@@ -127,4 +127,3 @@ def test_the_pool_is_hot_only_while_a_step_runs():
         with pytest.raises(HandlerError, match="bad action"):
             rt.step(model.sample_actions(1))
         assert rt.pool.hot is False
-
