@@ -68,6 +68,7 @@ def timed_model(model: seer.Model) -> seer.Model:
     namespace = {name: _timed(getattr(cls, name), 0) for name in
                  (f"on_{kind}" for kind in model.kinds) if hasattr(cls, name)}
     namespace["outputs"] = _timed(cls.outputs, 1)
+    namespace["__slots__"] = ()  # the same instance layout, so that the switch is allowed
     model.__class__ = type(f"Timed{cls.__name__}", (cls,), namespace)
     return model
 
