@@ -343,11 +343,8 @@ class DenseCalendar(_PendingEntries):
             self._lower(tau, seq, entity)
 
     def _flush(self) -> None:
-        p = self._pending
-        if p.entity:
-            self._lower(np.array(p.tau, np.float64), np.array(p.seq, np.int64),
-                        np.array(p.entity, np.int64))
-            p.clear()
+        if self._pending.entity:
+            self._lower(*self._pending.take_arrays(False))
 
     def _lower(self, tau: np.ndarray, seq: np.ndarray, entity: np.ndarray) -> None:
         """``key[e] = min(key[e], (tau_i, seq_i))`` for every entry ``i`` of ``e``, in κ

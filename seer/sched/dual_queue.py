@@ -423,10 +423,7 @@ class DualQueueRuntime(WindowedRuntime):
     def _seed_generators(self, seq: np.random.SeedSequence) -> None:
         """Each entity's generator made on its home thread
         (:meth:`ThreadedRuntime._seed_generators_on`)."""
-        if self._pool.threads == 1:
-            super()._seed_generators(seq)
-        else:
-            self._seed_generators_on(seq, self._homed)
+        self._seed_generators_on(seq, self._homed)
 
     def _own_contexts(self, entities: list[int]) -> None:
         """Replace the contexts (and rows) of ``entities`` by copies made on this thread

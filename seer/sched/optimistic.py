@@ -746,11 +746,7 @@ class OptimisticRuntime(ThreadedRuntime):
     def _seed_generators(self, seq: np.random.SeedSequence) -> None:
         """Each entity's generator made on the thread it is bound to at the episode's
         start (:meth:`ThreadedRuntime._seed_generators_on`)."""
-        threads = self._pool.threads
-        if threads == 1:
-            super()._seed_generators(seq)
-            return
-        bound: list[list[int]] = [[] for _ in range(threads)]
+        bound: list[list[int]] = [[] for _ in range(self._pool.threads)]
         for e, owner in enumerate(self._shared.owner):
             bound[owner].append(e)
         self._seed_generators_on(seq, bound)

@@ -214,7 +214,7 @@ class ThreadedRuntime(Runtime):
         the same seed as serial's (so the same draws). Generators made one after another
         by one thread sit side by side in memory, and every draw writes the generator's
         state: two threads drawing from neighbours would share cache lines. Seeding on
-        every thread also makes ``reset`` faster."""
+        every thread also makes ``reset`` faster. With one thread, all on the caller."""
         contexts, rng = self._contexts, np.random.default_rng
 
         def seed(i: int) -> None:
