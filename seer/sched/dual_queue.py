@@ -62,6 +62,7 @@ __all__ = ["DualQueueRuntime", "SeerRuntime", "StaticBlockRuntime", "StaticRunti
 _ns = time.perf_counter_ns
 _heappush = heapq.heappush
 _heappop = heapq.heappop
+_tuple_new = tuple.__new__
 _NO_FAILURE = (1e999, 1 << 64)  # above every event key (constants: immortal)
 _tau_of, _seq_of, _target_of = itemgetter(0), itemgetter(1), itemgetter(2)
 #: Fewer actions than this are made into events by the coordinator (not worth the slots).
@@ -167,15 +168,19 @@ class WindowWorker:
         limit = self.limit
         actions = self.actions
         if actions is not None:
-            slots = actions[0]
+            slots, batch = actions
+            # This thread's own start time and sequence numbers (see take_action).
+            t0, seqs = _own_float(batch.t0), memoryview(batch.seq_array)
+            kinds, payloads = batch.kinds, batch.payloads
         n = done = 0
         try:
             for e in entities:
                 heap = heaps[e]
                 if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
                     merge(e)
-                if actions is not None and slots[e] >= 0:
-                    self.take_action(e, heap)
+                if actions is not None and (i := slots[e]) >= 0:
+                    slots[e] = -1
+                    _heappush(heap, _tuple_new(Event, (t0, seqs[i], e, kinds[i], payloads[i])))
                 self.cur = e
                 ctx = contexts[e]
                 if ctx._push is not push:  # a store costs reference-count traffic; a
@@ -214,11 +219,20 @@ class WindowWorker:
 
     def take_action(self, e: int, heap: list[Event]) -> None:
         """Make entity ``e``'s action event of this step and put it in its heap (``e`` is
-        claimed by this thread; see :meth:`DualQueueRuntime._push_externals`)."""
+        claimed by this thread; see :meth:`DualQueueRuntime._push_externals`).
+        :meth:`run_entities` does the same inline.
+
+        The event is made of this thread's own objects: a copy of the step's start time
+        and the sequence number read from the batch's array, not the coordinator's float
+        and ints from the batch's lists. Every action event of a step holds that time,
+        and every thread reads it as ``ctx.now`` and frees the events it ran, so one
+        shared float would have both threads counting references to it, atomically, all
+        through the step's first window (``docs/performance.md``)."""
         slots, batch = self.actions
         i = slots[e]
         slots[e] = -1
-        _heappush(heap, batch.event(i))
+        _heappush(heap, _tuple_new(Event, (_own_float(batch.t0), int(batch.seq_array[i]), e,
+                                           batch.kinds[i], batch.payloads[i])))
 
     def _failed(self, exc: BaseException, ev: Event) -> tuple[float, int]:
         """Record ``exc`` from event ``ev``; return the bound for the rest of the window."""

@@ -1,7 +1,5 @@
 """The dual-queue runtime's own paths: action events made by the threads that run them."""
 
-import threading
-
 import pytest
 
 import seer
@@ -12,17 +10,23 @@ from seer.testing import RandomModel, assert_equivalent
 
 @pytest.fixture
 def taken(monkeypatch):
-    """How many action events the workers made (WindowWorker.take_action calls)."""
+    """How many action events the workers made: the actions handed out to them for a
+    step's first window, less those still waiting in their slots when it ended (which
+    the coordinator then makes)."""
     count = [0]
-    lock = threading.Lock()  # `+=` from several threads at once would lose counts
-    original = dual_queue.WindowWorker.take_action
+    hand_out = dual_queue.DualQueueRuntime._hand_out_actions
+    settle = dual_queue.DualQueueRuntime._settle_actions
 
-    def take_action(self, e, heap):
-        with lock:
-            count[0] += 1
-        return original(self, e, heap)
+    def _hand_out_actions(self):
+        count[0] += len(self._pending_actions)
+        return hand_out(self)
 
-    monkeypatch.setattr(dual_queue.WindowWorker, "take_action", take_action)
+    def _settle_actions(self):
+        count[0] -= int((self._action_slots >= 0).sum())
+        return settle(self)
+
+    monkeypatch.setattr(dual_queue.DualQueueRuntime, "_hand_out_actions", _hand_out_actions)
+    monkeypatch.setattr(dual_queue.DualQueueRuntime, "_settle_actions", _settle_actions)
     return count
 
 
