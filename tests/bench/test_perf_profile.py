@@ -1,0 +1,119 @@
+"""bench.perf_profile: perf samples attributed to the innermost Python function."""
+
+import json
+import subprocess
+
+import pytest
+
+from bench import perf_profile
+
+ROOT = perf_profile.ROOT
+
+# What `perf script -F tid,time,period,ip,sym,dso --ns` prints with call chains: one
+# block per sample, the leaf first.
+SCRIPT = f"""\
+  101 10.000000100:    1000000
+\t    15f7a3 _Py_TryIncrefCompare (/opt/python3.14t)
+\t    164b5c _Py_dict_lookup_threadsafe+0x41c (/opt/python3.14t)
+\t7f58a25385 py::PCS.hotspot_factor:{ROOT}/workloads/pcs/model.py (/tmp/perf-101.map)
+\t7f58a25395 py::WindowWorker.run_entities:{ROOT}/seer/sched/dual_queue.py (/tmp/perf-101.map)
+
+  101 10.000000200:    2000000
+\t    2a9fe scipy_dlasq5_64_ (/venv/site-packages/numpy.libs/libscipy_openblas64_.so)
+\t    2a9ff scipy_dlasq3_64_ (/venv/site-packages/numpy.libs/libscipy_openblas64_.so)
+
+  102 10.000000300:    3000000
+\t7f58a26b25 py::svd:/venv/lib/python3.14t/site-packages/numpy/linalg/_linalg.py (/tmp/perf-101.map)
+
+  102 10.000000400:    4000000
+\t7f58a25385 py::PCS.hotspot_factor:{ROOT}/workloads/pcs/model.py (/tmp/perf-101.map)
+
+  102 10.000000900:    5000000
+\t7f58a25385 py::PCS.hotspot_factor:{ROOT}/workloads/pcs/model.py (/tmp/perf-101.map)
+
+"""
+
+
+def test_each_sample_goes_to_its_innermost_python_function_or_its_library():
+    ns = perf_profile.attribute(SCRIPT, 10_000_000_000, 10_000_000_500)
+    assert ns == {
+        "PCS.hotspot_factor (workloads/pcs/model.py)": 1_000_000 + 4_000_000,
+        "(native) libscipy_openblas64_.so": 2_000_000,
+        "svd (numpy/linalg/_linalg.py)": 3_000_000,
+    }  # the sample at 10.0000009 s is after the window
+
+
+def test_an_empty_window_counts_nothing():
+    assert perf_profile.attribute(SCRIPT, 0, 9_000_000_000) == {}
+
+
+def _result():
+    def setting(cpu, functions):
+        return {"cpu_ms": cpu, "wall_ms": cpu, "functions": functions}
+
+    return {"workload": "pcs", "entities": 64, "cost_us": 15.0, "threads": 2, "steps": 3,
+            "settings": {"serial": setting(10.0, {"a": 4.0, "b": 6.0}),
+                         "seer(1)": setting(11.0, {"a": 4.0, "b": 7.0}),
+                         "seer(2)": setting(14.0, {"a": 4.5, "b": 6.0, "c": 3.5}),
+                         "2 independent runs": setting(10.5, {"a": 4.5, "b": 6.0})}}
+
+
+def test_the_table_orders_functions_by_what_seer_pays_above_an_independent_run():
+    lines = perf_profile.section(_result(), top=2)
+    rows = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
+    assert rows[0].startswith("| c | 0.00 | 0.00 | 3.50 | 0.00 | +3.50 |")
+    assert rows[1].startswith("| a |") or rows[1].startswith("| b |")  # both +0.00
+    assert rows[-1] == "| **all (CPU per step)** | 10.0 | 11.0 | 14.0 | 10.5 | +3.5 |"
+    assert len(rows) == 3  # top=2, then the totals
+
+
+def test_refuses_without_perf(monkeypatch, capsys):
+    monkeypatch.setattr(perf_profile.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit):
+        perf_profile.main(["--entities", "16"])
+    assert "perf` is not installed" in capsys.readouterr().err
+
+
+def test_refuses_one_thread():
+    with pytest.raises(SystemExit):
+        perf_profile.main(["--threads", "1"])
+
+
+@pytest.mark.parametrize(("setting", "runs"), [("seer(2)", 1), ("independent", 2)])
+def test_the_child_records_the_interval_of_its_timed_steps(tmp_path, setting, runs):
+    out = tmp_path / "window.json"
+    perf_profile.main(["--child", setting, "--entities", "64", "--steps", "2",
+                       "--out", str(out)])
+    window = json.loads(out.read_text())
+    assert window["steps"] == 2 and window["runs"] == runs
+    assert 0 < window["start_ns"] < window["end_ns"]
+
+
+def test_the_child_names_an_unknown_setting(tmp_path):
+    with pytest.raises(ValueError, match="unknown setting 'seer2'"):
+        perf_profile.main(["--child", "seer2", "--out", str(tmp_path / "w.json")])
+
+
+def _perf_works(tmp_path) -> bool:
+    if perf_profile.perf_problem() is not None:
+        return False
+    probe = subprocess.run(["perf", "record", "-q", "-o", str(tmp_path / "probe.data"), "--",
+                            "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def test_smoke_profile_of_every_setting(tmp_path):
+    if not _perf_works(tmp_path):
+        pytest.skip(f"perf cannot sample here: {perf_profile.perf_problem() or 'perf failed'}")
+    result = perf_profile.main(["--entities", "400", "--steps", "4", "--top", "5",
+                                "--out", str(tmp_path / "r.json")])
+    settings = result["settings"]
+    assert list(settings) == ["serial", "seer(1)", "seer(2)", "2 independent runs"]
+    for s in settings.values():
+        assert s["cpu_ms"] > 0 and s["wall_ms"] > 0
+        assert abs(sum(s["functions"].values()) - s["cpu_ms"]) < 1e-6
+        # Python functions are named, with their file: the trampolines worked
+        assert any(k.endswith(".py)") for k in s["functions"])
+    # the runtime's own code is seen, under the repository-relative path
+    assert any("(seer/sched/" in k for k in settings["seer(2)"]["functions"])
+    assert json.loads((tmp_path / "r.json").read_text())["threads"] == 2
