@@ -164,7 +164,9 @@ def attribute(script: str, start_ns: int, end_ns: int) -> Counter[str]:
             continue
         frames = [m.groups() for line in lines[1:] if (m := _FRAME.match(line))]
         python = next((f for f in frames if f[0].startswith("py::")), None)
-        label = _label(*python) if python else _label(*frames[0]) if frames else NATIVE + "?"
+        # an inlined frame names no library: the first frame that does is its caller's
+        native = next((f for f in frames if f[1] != "inlined"), None)
+        label = _label(*(python or native or ("?", "?")))
         totals[label] += int(head.group(2))
     return totals
 

@@ -22,6 +22,10 @@ SCRIPT = f"""\
 \t    2a9fe scipy_dlasq5_64_ (/venv/site-packages/numpy.libs/libscipy_openblas64_.so)
 \t    2a9ff scipy_dlasq3_64_ (/venv/site-packages/numpy.libs/libscipy_openblas64_.so)
 
+  101 10.000000250:    500000
+\t    180047 _Py_DecRefSharedIsDead (inlined)
+\t    180047 _Py_DecRefShared (/opt/python3.14t)
+
   102 10.000000300:    3000000
 \t7f58a26b25 py::svd:/venv/lib/python3.14t/site-packages/numpy/linalg/_linalg.py (/tmp/perf-101.map)
 
@@ -39,6 +43,7 @@ def test_each_sample_goes_to_its_innermost_python_function_or_its_library():
     assert ns == {
         "PCS.hotspot_factor (workloads/pcs/model.py)": 1_000_000 + 4_000_000,
         "(native) libscipy_openblas64_.so": 2_000_000,
+        "(native) python3.14t": 500_000,  # the library of the frame the inlined one is in
         "svd (numpy/linalg/_linalg.py)": 3_000_000,
     }  # the sample at 10.0000009 s is after the window
 
