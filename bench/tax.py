@@ -15,8 +15,14 @@ in four settings, each against a lone serial run of the same round:
   the libraries, so what they cost beyond ``processes`` is what free-threaded CPython and
   numpy charge threads that run this code at once (``docs/performance.md``, "What two
   threads cost before SEER does anything"). Against one such thread alone.
+* ``lockstep``: the same T independent runs, meeting at a barrier before every step, so
+  that their steps run side by side phase by phase, as the parts of one step do on a
+  parallel runtime (on PCS every cell's recheck, all small-matrix numpy, comes first in
+  each step). What this costs beyond ``threads`` is what running the *same kind* of work
+  on every thread at once costs (the threads wait at the barrier parked, so waiting
+  costs no CPU here). Against one such thread alone.
 * ``seer``: one model on SEER with T threads: total process CPU over serial's, serial
-  run on the calling thread as a user runs it. What it costs beyond ``threads`` is the
+  run on the calling thread as a user runs it. What it costs beyond ``lockstep`` is the
   runtime's own: scheduling, windows, idle threads, memory it touches.
 
 Each setting also gives a speed-up: ``T x`` the lone wall time over the group's (for the
@@ -34,11 +40,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import queue
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -63,7 +71,7 @@ WORKLOADS: dict[str, tuple[str, str, int, float, int]] = {
 SMOKE = {"pcs": 64, "aircraft": 40}
 #: Measured unless --workloads says otherwise (pcs20 is the goal size of docs/performance.md).
 DEFAULT_WORKLOADS = ["pcs", "pcs20", "aircraft"]
-SETTINGS = ("processes", "threads", "seer")
+SETTINGS = ("processes", "threads", "lockstep", "seer")
 
 
 def _serial_run(workload: str, entities: int, cost: float, steps: int) -> Any:
@@ -123,18 +131,35 @@ def _processes(n: int, args: tuple[str, int, float, int]) -> tuple[float, float]
     return max(w for w, _ in got), statistics.fmean(c for _, c in got)
 
 
-def _threads(n: int, args: tuple[str, int, float, int]) -> tuple[float, float]:
+def _threads(n: int, args: tuple[str, int, float, int],
+             lockstep: bool = False) -> tuple[float, float]:
     """``n`` independent serial runs on ``n`` threads of this process: the group's wall
-    and the mean thread CPU seconds per step of one run."""
+    and the mean thread CPU seconds per step of one run. With ``lockstep`` the runs meet
+    at a barrier before every step."""
     steps = args[3]
     runs: list[Any] = [None] * n
     cpu = [0.0] * n
+    gate = threading.Barrier(n) if lockstep else None
 
     def setup(i: int) -> None:
         runs[i] = _serial_run(*args)
 
     def body(i: int, _loops: int) -> None:
-        cpu[i] = timed_steps(*runs[i], steps, time.thread_time)[1]
+        if gate is None:
+            cpu[i] = timed_steps(*runs[i], steps, time.thread_time)[1]
+            return
+        rt, actions = runs[i]
+        c0 = time.thread_time()
+        try:
+            for t in range(steps):
+                gate.wait()
+                rt.step(actions[t + 1])
+        except threading.BrokenBarrierError:
+            return  # another run failed: its error is the one reported
+        except BaseException:
+            gate.abort()  # the other runs leave the barrier instead of waiting for this one
+            raise
+        cpu[i] = (time.thread_time() - c0) / steps
 
     try:
         with blas_cap(1):
@@ -182,6 +207,7 @@ def measure(key: str, threads: list[int], rounds: int, smoke: bool = False) -> d
                 rows["processes"].append(_processes(t, args))
                 rows["lone_thread"].append(_threads(1, args))
                 rows["threads"].append(_threads(t, args))
+                rows["lockstep"].append(_threads(t, args, lockstep=True))
                 with blas_cap(1):  # serial as a user runs it: on the calling thread
                     lone, lone_actions = _serial_run(*args)
                     try:
@@ -212,6 +238,12 @@ def summary(result: dict[str, Any]) -> dict[str, dict[str, float]]:
             "threads_cpu": paired(r["threads"]["cpu_s"], lt["cpu_s"]),
             "threads_speedup": paired([n * w for w in lt["wall_s"]],
                                              r["threads"]["wall_s"]),
+            # result files made before the lockstep setting existed have none
+            "lockstep_cpu": paired(r["lockstep"]["cpu_s"], lt["cpu_s"])
+            if "lockstep" in r else math.nan,
+            "lockstep_speedup": paired([n * w for w in lt["wall_s"]],
+                                       r["lockstep"]["wall_s"]) if "lockstep" in r
+            else math.nan,
             "seer_cpu": paired(r["seer"]["cpu_s"], serial["cpu_s"]),
             "seer_speedup": paired(serial["wall_s"], r["seer"]["wall_s"]),
             "seer_task_cpu": paired(r["seer"]["task_cpu_s"], serial["cpu_s"]),
@@ -236,6 +268,9 @@ def section(data: dict[str, Any] | None) -> list[str]:
            "CPU: one model's CPU time per step over a lone serial run's (for SEER: all its "
            "threads; *in tasks*: the part its threads spent inside windows and outputs, "
            "the rest being the caller's work between windows and idle threads spinning). "
+           "*Lockstep*: the T independent runs meeting at a barrier before every step, so "
+           "that the same kind of work runs on every thread at once, as in one parallel "
+           "step. "
            "Speed-up: T x the lone run's wall over the group's (independent runs) or "
            "serial's wall over SEER's. At T = 1 the processes and threads columns read a "
            "setting against itself: how far they are from 1.00 is this run's noise.", ""]
@@ -243,16 +278,23 @@ def section(data: dict[str, Any] | None) -> list[str]:
         s = summary(result)
         rows = []
         for t, v in s.items():
+            lockstep = v["lockstep_cpu"]
             rows.append([t, f"{v['processes_cpu']:.2f}", f"{v['threads_cpu']:.2f}",
-                         f"{v['seer_cpu']:.2f}", f"{v['seer_task_cpu']:.2f}",
+                         _two(lockstep), f"{v['seer_cpu']:.2f}", f"{v['seer_task_cpu']:.2f}",
                          f"{v['seer_cpu'] / v['threads_cpu']:.2f}",
+                         _two(v["seer_cpu"] / lockstep),
                          f"{v['processes_speedup']:.2f}x", f"{v['threads_speedup']:.2f}x",
                          f"{v['seer_speedup']:.2f}x"])
         out += [f"### {WORKLOADS[key][0]}", "",
-                *table(["T", "CPU: T processes", "CPU: T threads", "CPU: seer(T)",
-                        "of which in tasks", "seer(T) / T threads", "speed-up: processes",
-                        "speed-up: threads", "speed-up: seer(T)"], rows), ""]
+                *table(["T", "CPU: T processes", "CPU: T threads", "CPU: T in lockstep",
+                        "CPU: seer(T)", "of which in tasks", "seer(T) / T threads",
+                        "seer(T) / lockstep", "speed-up: processes", "speed-up: threads",
+                        "speed-up: seer(T)"], rows), ""]
     return out
+
+
+def _two(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.2f}"
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:

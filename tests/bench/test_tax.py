@@ -1,11 +1,13 @@
 """bench.tax: the split of T threads' cost into machine, interpreter and runtime."""
 
 import json
+import threading
 import time
 
 import pytest
 
 from bench import tax
+from seer.errors import ModelError
 
 
 def _setting(wall: list[float], cpu: list[float]) -> dict[str, list[float]]:
@@ -21,6 +23,7 @@ def _result() -> dict:
         "processes": _setting([0.5, 0.6], [1.1, 1.0]),
         "lone_thread": _setting([1.0, 2.0], [1.0, 2.0]),
         "threads": _setting([0.5, 1.25], [1.2, 2.2]),
+        "lockstep": _setting([0.8, 1.6], [1.25, 2.3]),
         "serial": _setting([1.0, 1.0], [1.0, 1.0]),
         "seer": seer}}}
 
@@ -31,6 +34,8 @@ def test_summary_reads_each_setting_against_its_own_lone_run():
     assert s["processes_speedup"] == pytest.approx((4.0 + 2 / 0.6) / 2)
     assert s["threads_cpu"] == pytest.approx((1.2 + 1.1) / 2)  # 2.2 / 2.0 in round two
     assert s["threads_speedup"] == pytest.approx((4.0 + 3.2) / 2)
+    assert s["lockstep_cpu"] == pytest.approx((1.25 + 1.15) / 2)
+    assert s["lockstep_speedup"] == pytest.approx((2 / 0.8 + 4 / 1.6) / 2)
     assert s["seer_cpu"] == pytest.approx(1.25)
     assert s["seer_task_cpu"] == pytest.approx(1.15)
     assert s["seer_speedup"] == pytest.approx((1 / 0.6 + 2.0) / 2)
@@ -42,7 +47,14 @@ def test_section_has_a_row_per_thread_count_and_says_how_it_was_made():
     text = "\n".join(tax.section(data))
     assert "`python -m bench.tax --threads 2 --rounds 2` on 16 cores" in text
     assert "effective cores of 16 threads before / after: 10.50 / 7.10" in text
-    assert "| 2 | 1.05 | 1.15 | 1.25 | 1.15 | 1.09 |" in text
+    assert "| 2 | 1.05 | 1.15 | 1.20 | 1.25 | 1.15 | 1.09 | 1.04 |" in text
+
+
+def test_a_result_from_before_the_lockstep_setting_still_reads():
+    result = _result()
+    del result["by_threads"]["2"]["lockstep"]
+    data = {"rounds": 2, "threads": [2], "host": {"cores": 2}, "workloads": {"pcs": result}}
+    assert "| 2 | 1.05 | 1.15 | - | 1.25 | 1.15 | 1.09 | - |" in "\n".join(tax.section(data))
 
 
 def test_section_without_a_result_says_how_to_measure():
@@ -79,3 +91,23 @@ def test_a_failing_timing_process_stops_the_measurement_at_once():
 def test_refuses_bad_thread_counts(tmp_path):
     with pytest.raises(SystemExit):
         tax.main(["--threads", "0", "--out", str(tmp_path / "x.json")])
+
+
+def test_runs_in_lockstep_measure_and_a_failing_one_leaves_no_other_waiting(monkeypatch):
+    wall, cpu = tax._threads(2, ("pcs", 64, 15.0, 2), lockstep=True)
+    assert wall > 0 and cpu > 0
+    real, made, lock = tax._serial_run, [], threading.Lock()
+
+    def serial_run(*args):
+        rt, actions = real(*args)
+        with lock:
+            made.append(rt)
+            if len(made) == 2:  # the second run gets an action PCS refuses, in step 2
+                actions[2] = [99] * 64
+        return rt, actions
+
+    monkeypatch.setattr(tax, "_serial_run", serial_run)
+    start = time.perf_counter()
+    with pytest.raises(ModelError, match="must be an int reserve"):
+        tax._threads(2, ("pcs", 64, 15.0, 3), lockstep=True)
+    assert time.perf_counter() - start < 60
