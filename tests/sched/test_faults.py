@@ -449,6 +449,11 @@ import sys, threading, time
 import numpy as np
 import seer
 
+def say(*parts):
+    # one write per line: threads printing at once must not interleave their pieces
+    sys.stdout.write(" ".join(map(str, parts)) + "\n")
+    sys.stdout.flush()
+
 class Stuck(seer.Model):
     kinds = ("tick",)
     fields = {"x": ((), np.int64)}
@@ -459,7 +464,7 @@ class Stuck(seer.Model):
 
     def on_tick(self, ctx, event):
         if threading.current_thread() is not threading.main_thread():
-            print("stuck", ctx.id, flush=True)
+            say("stuck", ctx.id)
             while True:  # a handler that never returns, on a worker thread
                 pass
         time.sleep(0.02)  # the caller is slow, so that the worker gets entities to run
@@ -470,13 +475,13 @@ rt.reset(0)
 try:
     rt.step()
 except KeyboardInterrupt:
-    print("interrupted", flush=True)
+    say("interrupted")
 try:
     rt.step()
 except seer.RuntimeStateError as exc:
-    print("refused:", exc, flush=True)
+    say("refused:", exc)
 rt.close()
-print("exiting", flush=True)
+say("exiting")
 '''
 
 
