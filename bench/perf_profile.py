@@ -45,7 +45,7 @@ from typing import Any
 
 from bench.markdown import table
 
-__all__ = ["attribute", "main", "measure", "perf_problem", "section"]
+__all__ = ["ProfileError", "attribute", "main", "measure", "perf_problem", "section"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Sampling frequency (Hz): about one sample per millisecond of CPU.
@@ -172,6 +172,21 @@ def attribute(script: str, start_ns: int, end_ns: int) -> Counter[str]:
 
 
 # -- the parent ---------------------------------------------------------------------------
+class ProfileError(RuntimeError):
+    """perf, or the profiled child, failed; the message ends with what it printed."""
+
+
+def _checked(command: list[str], what: str, **kwargs: Any) -> str:
+    """Run ``command``; its stdout, or :class:`ProfileError` naming ``what`` failed with
+    the end of its stderr (the child's traceback, or perf's complaint)."""
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-15:])
+        raise ProfileError(f"{what} failed (exit {done.returncode}): {command[0]} "
+                           f"{command[1]} said:\n{tail}")
+    return done.stdout
+
+
 def _profile(setting: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     data, window = tmp / f"{setting}.data", tmp / f"{setting}.json"
     child = [sys.executable, "-X", "perf", "-m", "bench.perf_profile", "--child", setting,
@@ -180,12 +195,11 @@ def _profile(setting: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any
              "--steps", str(args.steps), "--out", str(window)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    subprocess.run(["perf", "record", "-q", "-F", str(FREQUENCY), "-k", "CLOCK_MONOTONIC",
-                    "--call-graph", "dwarf,16384", "-o", str(data), "--", *child],
-                   cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
-    script = subprocess.run(["perf", "script", "-i", str(data), "--ns",
-                             "-F", "tid,time,period,ip,sym,dso"],
-                            capture_output=True, text=True, check=True).stdout
+    _checked(["perf", "record", "-q", "-F", str(FREQUENCY), "-k", "CLOCK_MONOTONIC",
+              "--call-graph", "dwarf,16384", "-o", str(data), "--", *child],
+             f"profiling {setting}", cwd=ROOT, env=env)
+    script = _checked(["perf", "script", "-i", str(data), "--ns",
+                       "-F", "tid,time,period,ip,sym,dso"], f"reading {setting}'s samples")
     data.unlink()
     w = json.loads(window.read_text())
     per = w["steps"] * w["runs"]

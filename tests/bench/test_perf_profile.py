@@ -122,3 +122,13 @@ def test_smoke_profile_of_every_setting(tmp_path):
     # the runtime's own code is seen, under the repository-relative path
     assert any("(seer/sched/" in k for k in settings["seer(2)"]["functions"])
     assert json.loads((tmp_path / "r.json").read_text())["threads"] == 2
+
+
+def test_a_failing_child_is_reported_with_its_error(tmp_path):
+    if not _perf_works(tmp_path):
+        pytest.skip(f"perf cannot sample here: {perf_profile.perf_problem() or 'perf failed'}")
+    args = perf_profile.argparse.Namespace(workload="pcs", entities=64, cost=-1.0,
+                                           threads=2, steps=1)
+    with pytest.raises(perf_profile.ProfileError, match=r"(?s)profiling serial failed.*"
+                       r"ModelError"):
+        perf_profile._profile("serial", args, tmp_path)
