@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 import seer
+from bench.bench_queues import on_threads
 from bench.bench_runtimes import make_model
 from bench.markdown import table
 
@@ -113,33 +114,28 @@ def _one(workload: str, entities: int, cost: float, steps: int, kind: str,
 def _independent(workload: str, entities: int, cost: float, steps: int,
                  threads: int) -> tuple[float, float, float]:
     """The same for one of ``threads`` serial runs stepping at once (means over them)."""
-    results: list[tuple[float, float, float]] = []
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(threads)
+    runs: list[Any] = [None] * threads
+    results: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)] * threads
 
-    def run() -> None:
-        try:
-            rt, actions = _built(workload, entities, cost, steps, "serial", 1)
-            sums = _thread_sums()
-            barrier.wait()
-            sums[0] = sums[1] = 0
-            c0 = time.thread_time()
-            for t in range(steps):
-                rt.step(actions[t + 1])
-            results.append(((time.thread_time() - c0) / steps, sums[0] / 1e9 / steps,
-                            sums[1] / 1e9 / steps))
-            rt.close()
-        except BaseException as exc:  # reported by the caller
-            barrier.abort()
-            errors.append(exc)
+    def setup(i: int) -> None:
+        runs[i] = _built(workload, entities, cost, steps, "serial", 1)
 
-    pool = [threading.Thread(target=run) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    if errors:
-        raise errors[0]
+    def body(i: int, _loops: int) -> None:
+        rt, actions = runs[i]
+        sums = _thread_sums()
+        sums[0] = sums[1] = 0
+        c0 = time.thread_time()
+        for t in range(steps):
+            rt.step(actions[t + 1])
+        results[i] = ((time.thread_time() - c0) / steps, sums[0] / 1e9 / steps,
+                      sums[1] / 1e9 / steps)
+
+    try:
+        on_threads(threads, body, 1, setup=setup)
+    finally:
+        for r in runs:
+            if r is not None:
+                r[0].close()
     return tuple(statistics.fmean(r[i] for r in results) for i in range(3))  # type: ignore[return-value]
 
 

@@ -29,7 +29,6 @@ Needs ``perf`` (``linux-tools``) and permission to sample one's own processes
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -37,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -75,45 +73,39 @@ def perf_problem() -> str | None:
 def _child(setting: str, workload: str, entities: int, cost: float, threads: int,
            steps: int, out: str) -> None:
     import seer
+    from bench.bench_queues import on_threads
     from bench.bench_runtimes import make_model
 
     def built(kind: str, n: int) -> tuple[seer.Runtime, list[Any]]:
         model = make_model(workload, entities, cost, 1)
         actions = [model.sample_actions(t) for t in range(steps + 2)]
-        rt = seer.make_runtime(model, kind, threads=n) if kind != "serial" \
-            else seer.make_runtime(model, "serial")
+        rt = seer.make_runtime(model, kind, threads=n)
         rt.reset(seed=0)
         rt.step(actions[0])
         rt.step(actions[1])
         return rt, actions[2:]
 
     if setting == "independent":
-        barrier = threading.Barrier(threads + 1)
-        errors: list[BaseException] = []
+        runs: list[Any] = [None] * threads
 
-        def run() -> None:
-            try:
-                rt, actions = built("serial", 1)
-                barrier.wait()
-                for a in actions:
-                    rt.step(a)
-                rt.close()
-            except BaseException as exc:  # reported by the main thread
-                barrier.abort()
-                errors.append(exc)
+        def setup(i: int) -> None:
+            runs[i] = built("serial", 1)
 
-        pool = [threading.Thread(target=run) for _ in range(threads)]
-        for t in pool:
-            t.start()
-        with contextlib.suppress(threading.BrokenBarrierError):  # a run failed: see below
-            barrier.wait()
-        start = time.monotonic_ns()
-        for t in pool:
-            t.join()
-        end = time.monotonic_ns()
-        if errors:
-            raise errors[0]
-        runs = threads
+        def body(i: int, _loops: int) -> None:
+            rt, actions = runs[i]
+            for a in actions:
+                rt.step(a)
+
+        try:
+            wall = on_threads(threads, body, 1, setup=setup)
+            # on_threads times with perf_counter, which is CLOCK_MONOTONIC here too
+            end = time.monotonic_ns()
+        finally:
+            for r in runs:
+                if r is not None:
+                    r[0].close()
+        start = end - round(wall * 1e9)
+        n_runs = threads
     else:
         seer_n = re.fullmatch(r"seer\((\d+)\)", setting)
         if setting != "serial" and seer_n is None:
@@ -125,9 +117,9 @@ def _child(setting: str, workload: str, entities: int, cost: float, threads: int
             rt.step(a)
         end = time.monotonic_ns()
         rt.close()
-        runs = 1
+        n_runs = 1
     Path(out).write_text(json.dumps({"start_ns": start, "end_ns": end, "steps": steps,
-                                     "runs": runs}))
+                                     "runs": n_runs}))
 
 
 # -- attribution --------------------------------------------------------------------------
