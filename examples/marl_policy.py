@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from seer.adam import Adam as _Adam
+from seer.stpa.adam import Adam as _Adam
 
 __all__ = ["ActorCritic", "Adam", "PolicySpec", "RunningNorm", "spec_of"]
 

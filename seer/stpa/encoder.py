@@ -50,7 +50,7 @@ training and torch-forward code only.
 
 Free-threading: ``torch.optim`` and ``torch.use_deterministic_algorithms`` import
 ``torch._dynamo``/``torch._inductor`` and with them triton, whose extension re-enables the
-GIL on a 3.14t build; training therefore uses :class:`seer.adam.Adam` and sets the
+GIL on a 3.14t build; training therefore uses :class:`seer.stpa.adam.Adam` and sets the
 deterministic flag through torch's underlying setter. :meth:`TimesURLEncoder.fit` changes
 process-wide torch state (one thread, deterministic algorithms, the seeded global RNG),
 restores it afterwards, and holds a lock, so one fit runs at a time in a process.
@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seer.adam import Adam
+from seer.stpa.adam import Adam
 
 if TYPE_CHECKING:
     import torch

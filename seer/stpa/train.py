@@ -63,7 +63,7 @@ def _lstm(x_train: np.ndarray, s_train: np.ndarray, y_train: np.ndarray, seed: i
     import torch
 
     # The encoder's own Adam: torch.optim would import triton, which re-enables the GIL.
-    from seer.adam import Adam
+    from seer.stpa.adam import Adam
 
     torch.manual_seed(seed)
     x_train = np.sign(x_train) * np.log1p(np.abs(x_train))  # counts span orders of magnitude

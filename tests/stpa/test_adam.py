@@ -1,4 +1,4 @@
-"""seer.adam.Adam: the update of torch.optim.Adam, written out (torch.optim re-enables the
+"""seer.stpa.adam.Adam: the update of torch.optim.Adam, written out (torch.optim re-enables the
 GIL on 3.14t), with optional global-norm clipping."""
 
 import math
@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seer.adam import Adam  # noqa: E402
+from seer.stpa.adam import Adam  # noqa: E402
 
 
 def test_first_steps_follow_the_adam_formula():
