@@ -42,6 +42,11 @@ from seer.sched import (
 )
 from seer.serial import SerialRuntime
 
+# Importing seer.stpa registers STPA's thread chooser with seer.sched, so that
+# make_runtime(..., threads="auto") works after a plain `import seer`. Cheap: numpy and the
+# standard library only (xgboost and torch load on first use).
+import seer.stpa  # noqa: F401  isort: skip
+
 __version__ = "0.1.0"
 
 __all__ = [

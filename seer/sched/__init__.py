@@ -33,6 +33,7 @@ The hierarchy::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from seer.errors import ModelError
@@ -65,12 +66,14 @@ __all__ = [
     "SeerRuntime",
     "StaticBlockRuntime",
     "StaticRuntime",
+    "ThreadChooser",
     "ThreadedRuntime",
     "WindowedRuntime",
     "WorkerPool",
     "WorkerStats",
     "make_runtime",
     "register_runtime",
+    "register_thread_chooser",
     "validate_threads",
 ]
 
@@ -98,15 +101,37 @@ def register_runtime(cls: type[Runtime], *, replace: bool = False) -> type[Runti
     return cls
 
 
+#: ``chooser(model, runtime_name) -> (threads, info)``: decides ``threads="auto"``; ``info``
+#: ends up in ``runtime.stpa``.
+ThreadChooser = Callable[[Model, str], tuple[int, dict[str, Any]]]
+
+# The chooser make_runtime asks for threads="auto". seer.stpa registers its predictor here
+# when it is imported (seer/__init__.py imports it), so that this package never imports
+# seer.stpa, which builds on it.
+_thread_chooser: ThreadChooser | None = None
+
+
+def register_thread_chooser(chooser: ThreadChooser | None) -> ThreadChooser | None:
+    """Make ``chooser`` decide ``make_runtime(..., threads="auto")`` (None: nothing does);
+    returns the chooser it replaces. ``import seer`` registers STPA's
+    :func:`seer.stpa.choose_threads`."""
+    global _thread_chooser
+    if chooser is not None and not callable(chooser):
+        raise ModelError(f"register_thread_chooser needs a callable, got {chooser!r}")
+    previous, _thread_chooser = _thread_chooser, chooser
+    return previous
+
+
 def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str = 2,
                  **options: Any) -> Runtime:
     """Build the runtime named ``runtime`` for ``model``. ``threads`` is ignored by
     ``serial``; other keyword options go to the runtime's constructor.
 
-    ``threads="auto"`` runs STPA's preflight (a few steps of ``model`` on a separate
-    runtime, with a seed of its own) and builds the runtime at the predicted thread count;
+    ``threads="auto"`` asks the registered thread chooser (:func:`register_thread_chooser`):
+    by default STPA's preflight (a few steps of ``model`` on a separate runtime, with a
+    seed of its own), and builds the runtime at the predicted thread count;
     ``runtime.stpa`` then holds the prediction, the probe count, the preflight time and
-    the features. Needs the ``stpa`` extra (xgboost)."""
+    the features. STPA's chooser needs the ``stpa`` extra (xgboost)."""
     try:
         cls = RUNTIMES[runtime]
     except (KeyError, TypeError):
@@ -116,9 +141,12 @@ def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str = 2,
         return SerialRuntime(model, **options)
     stpa = None
     if threads == "auto":
-        from seer.stpa.predictor import choose_threads
-
-        threads, stpa = choose_threads(model, runtime)
+        chooser = _thread_chooser
+        if chooser is None:
+            raise ModelError(f"threads='auto' for runtime {runtime!r}: no thread chooser is "
+                             "registered (import seer.stpa, or call "
+                             "seer.sched.register_thread_chooser)")
+        threads, stpa = chooser(model, runtime)
     rt = cls(model, threads=threads, **options)
     rt.stpa = stpa
     return rt

@@ -67,12 +67,12 @@ def measure_configuration(config: Configuration, *, t_max: int = 8, repeats: int
                           scan_repeats: int = 3, steps_pre: int = 8) -> dict[str, Any]:
     """Preflights and a full scan of ``config`` in *this* process (see the module
     docstring); call it in a child process restricted to ``config.cores``."""
-    import seer
+    from seer.sched import make_runtime
 
     model = load_model(config.spec, config.kwargs)
     actions = default_actions(model)
     pre = [run_preflight(model, steps=steps_pre, t_max=t_max) for _ in range(repeats)]
-    runtimes = {t: seer.make_runtime(model, "seer", threads=t) for t in range(1, t_max + 1)}
+    runtimes = {t: make_runtime(model, "seer", threads=t) for t in range(1, t_max + 1)}
     throughput = np.zeros((t_max, scan_repeats))
     try:
         for r in range(scan_repeats):

@@ -96,3 +96,37 @@ def test_model_specs():
     with pytest.raises(seer.ModelError, match="key=value"):
         parse_kwargs(["width"])
     assert parse_kwargs(["name=abc"]) == {"name": "abc"}
+
+
+def test_importing_seer_registers_stpa_as_the_thread_chooser():
+    from seer import sched, stpa
+
+    previous = sched.register_thread_chooser(None)
+    try:
+        assert previous is stpa.choose_threads
+    finally:
+        sched.register_thread_chooser(previous)
+
+
+def test_threads_auto_asks_the_registered_chooser_and_fails_clearly_without_one():
+    from seer import sched
+
+    asked = []
+
+    def chooser(model, runtime):
+        asked.append((model.n_entities, runtime))
+        return 3, {"why": "test"}
+
+    previous = sched.register_thread_chooser(chooser)
+    try:
+        with seer.make_runtime(BenchModel(10), "static", threads="auto") as rt:
+            assert (rt.threads, rt.stpa) == (3, {"why": "test"})
+        assert asked == [(10, "static")]
+        sched.register_thread_chooser(None)
+        with pytest.raises(seer.ModelError, match="threads='auto' for runtime 'seer': no "
+                                                  "thread chooser is registered"):
+            seer.make_runtime(BenchModel(10), "seer", threads="auto")
+        with pytest.raises(seer.ModelError, match="needs a callable, got 3"):
+            sched.register_thread_chooser(3)
+    finally:
+        sched.register_thread_chooser(previous)
