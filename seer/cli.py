@@ -50,11 +50,17 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from seer.specs import load_model, parse_kwargs
     from seer.testing import assert_outputs_identical, assert_states_identical
-    from workloads.aircraft import Aircraft
 
+    kwargs = parse_kwargs(args.kwargs)
+    # The options of the aircraft demo, kept as shorthands: --uavs is Aircraft's n_uavs.
+    for key, value in (("n_uavs", args.uavs), ("cost_us", args.cost_us)):
+        if value is not None:
+            kwargs[key] = value
+    model = load_model(args.model, kwargs)
     _cmd_info(args)
-    model = Aircraft(args.uavs, cost_us=args.cost_us)
+    actions = getattr(model, "sample_actions", lambda step: None)
     print(f"\ndemo: {model.name}, {args.steps} steps, serial vs SEER({args.threads} threads)")
     runs = {}
     outputs = {}
@@ -64,7 +70,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         outs = [runtime.reset(seed=args.seed)]
         start = time.perf_counter()
         for t in tqdm(range(args.steps), desc=f"{label:>9}", unit="step"):
-            outs.append(runtime.step(model.sample_actions(t)))
+            outs.append(runtime.step(actions(t)))
         elapsed = time.perf_counter() - start
         runs[label] = (runtime, elapsed)
         outputs[label] = outs
@@ -122,11 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     p_info = sub.add_parser("info", help="interpreter, GIL state, cores and package versions")
     p_info.set_defaults(func=_cmd_info)
-    p_demo = sub.add_parser("demo", help="Aircraft swarm: serial vs SEER, checked identical")
-    p_demo.add_argument("--uavs", type=int, default=800)
+    p_demo = sub.add_parser("demo", help="a model (the Aircraft swarm unless --model): serial "
+                                          "vs SEER, checked identical")
+    p_demo.add_argument("--model", default="aircraft",
+                        help="a registered model name (aircraft, pcs, ...) or module:callable")
+    p_demo.add_argument("kwargs", nargs="*", help="key=value arguments of the model")
+    p_demo.add_argument("--uavs", type=int, default=None,
+                        help="the aircraft's number of UAVs (n_uavs; its default: 800)")
     p_demo.add_argument("--steps", type=int, default=60)
-    p_demo.add_argument("--cost-us", type=float, default=200.0,
-                        help="mean event cost of the collision search, in microseconds")
+    p_demo.add_argument("--cost-us", type=float, default=None,
+                        help="mean event cost in microseconds (cost_us; the aircraft's "
+                             "collision search by default: 200)")
     p_demo.add_argument("--threads", type=int, default=2)
     p_demo.add_argument("--seed", type=int, default=0)
     p_demo.set_defaults(func=_cmd_demo)

@@ -1,44 +1,110 @@
-"""Model specs: build a model from an importable factory and keyword arguments.
+"""Model specs: build a model from a registered name or an importable factory, and keyword
+arguments.
 
-A spec names a callable as ``"module:qualname"`` (``"workloads.pcs:PCS"``); arguments
-are keyword arguments. On the command line they are ``key=value`` words whose values are
-Python literals (``width=20 cost_us=7.5 hotspot=False``). Specs are how a model crosses a
-process boundary (a child process, a cluster worker) without pickling the model itself.
+A spec is either the short name of a registered model (``"pcs"``) or a callable named as
+``"module:qualname"`` (``"mypackage.models:MyModel"``); arguments are keyword arguments.
+On the command line they are ``key=value`` words whose values are Python literals
+(``width=20 cost_us=7.5 hotspot=False``). Specs are how a model crosses a process boundary
+(a child process, a cluster worker) without pickling the model itself.
+
+Models are registered through Python packaging entry points of the group ``seer.models``
+(:data:`ENTRY_POINT_GROUP`): a distribution declares, in its ``pyproject.toml``::
+
+    [project.entry-points."seer.models"]
+    mymodel = "mypackage.models:MyModel"
+
+and after it is installed ``"mymodel"`` names ``"mypackage.models:MyModel"``. This project
+registers its workloads that way (``aircraft``, ``pcs``, ``pursuit``, ``bench``, ``empty``),
+so that ``seer`` itself never names the ``workloads`` package.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seer.errors import ModelError
 from seer.model import Model
 
-__all__ = ["load_model", "parse_kwargs"]
+__all__ = ["ENTRY_POINT_GROUP", "load_model", "parse_kwargs", "registered_models",
+           "resolve_spec"]
+
+#: The entry-point group that names models: ``name = "module:qualname"``.
+ENTRY_POINT_GROUP = "seer.models"
+
+
+def registered_models() -> dict[str, str]:
+    """Every registered model name and the ``"module:qualname"`` it stands for, sorted by
+    name. A name that two distributions register is an error (it would be ambiguous)."""
+    found: dict[str, list[str]] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        spec = f"{ep.module}:{ep.attr}" if ep.attr else ep.value
+        if spec not in found.setdefault(ep.name, []):  # one distribution seen twice
+            found[ep.name].append(spec)
+    twice = {name: specs for name, specs in found.items() if len(specs) > 1}
+    if twice:
+        raise ModelError(f"model names registered more than once in entry-point group "
+                         f"{ENTRY_POINT_GROUP!r}: {twice}")
+    return {name: specs[0] for name, specs in sorted(found.items())}
+
+
+def resolve_spec(spec: str) -> str:
+    """``spec`` as ``"module:qualname"``: a registered name is looked up
+    (:func:`registered_models`), a ``"module:qualname"`` is returned as it is. Anything
+    else is a :class:`~seer.ModelError` that names it and lists the registered names."""
+    if not isinstance(spec, str):
+        raise ModelError(f"model spec must be a string, got {type(spec).__name__}")
+    if ":" in spec:
+        module_name, _sep, qualname = spec.partition(":")
+        if not module_name or not qualname:
+            raise ModelError(f"model spec {spec!r} must be a registered model name or "
+                             "'module:callable', e.g. 'mypackage.models:MyModel'")
+        return spec
+    registered = registered_models()
+    if spec in registered:
+        target = registered[spec]
+        if ":" not in target:
+            raise ModelError(f"registered model {spec!r} = {target!r} names a module, not "
+                             "'module:callable'")
+        return target
+    known = ", ".join(registered) or f"none (no installed distribution has entry points "\
+                                     f"in group {ENTRY_POINT_GROUP!r})"
+    raise ModelError(f"unknown model {spec!r}: not a registered model name (registered: "
+                     f"{known}), and not 'module:callable' such as "
+                     "'mypackage.models:MyModel'")
 
 
 def load_model(spec: str, kwargs: Mapping[str, Any] | None = None) -> Model:
-    """Import ``spec``'s callable and call it with ``kwargs``; it must return a Model."""
-    module_name, sep, qualname = spec.partition(":")
-    if not sep or not module_name or not qualname:
-        raise ModelError(f"model spec {spec!r} must be 'module:callable', e.g. "
-                         "'workloads.pcs:PCS'")
+    """Resolve ``spec`` (:func:`resolve_spec`), import its callable and call it with
+    ``kwargs``; it must return a Model."""
+    target_spec = resolve_spec(spec)
+    what = f"model spec {spec!r}" + ("" if target_spec == spec else f" (= {target_spec!r})")
+    module_name, _sep, qualname = target_spec.partition(":")
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ModelError(f"model spec {spec!r}: cannot import {module_name!r} ({exc})") \
+        raise ModelError(f"{what}: cannot import {module_name!r} ({exc})") \
             from exc
     for part in qualname.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise ModelError(f"model spec {spec!r}: {module_name!r} has no "
+            raise ModelError(f"{what}: {module_name!r} has no "
                              f"{qualname!r}") from None
-    model = target(**dict(kwargs or {}))
+    kwargs = dict(kwargs or {})
+    try:  # name the model with a wrong argument, before the call (whose own errors pass)
+        inspect.signature(target).bind(**kwargs)
+    except TypeError as exc:
+        raise ModelError(f"{what}: {exc}") from None
+    except ValueError:  # no signature to check (some builtins): the call will tell
+        pass
+    model = target(**kwargs)
     if not isinstance(model, Model):
-        raise ModelError(f"model spec {spec!r} made a {type(model).__name__}, not a "
+        raise ModelError(f"{what} made a {type(model).__name__}, not a "
                          "seer.Model")
     return model
 

@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import seer
 from seer import cli
 from seer.platform import PACKAGES
@@ -34,6 +36,17 @@ def test_demo_runs_and_checks_identical_outputs(capsys):
     out = capsys.readouterr().out
     assert re.search(r"seer\(2\)\s+\d+\.\d+\s+\d+\s+\d+\.\d+x", out)
     assert "outputs and state bit-identical: yes" in out
+
+
+def test_demo_takes_any_model_spec_and_its_arguments(capsys):
+    assert cli.main(["demo", "--model", "bench", "n_entities=30", "cost_us=0", "--steps",
+                     "2"]) == 0
+    out = capsys.readouterr().out
+    assert "demo: " in out and "outputs and state bit-identical: yes" in out
+    with pytest.raises(seer.ModelError, match="unknown model 'nope'"):
+        cli.main(["demo", "--model", "nope"])
+    with pytest.raises(seer.ModelError, match="unexpected keyword argument 'n_uavs'"):
+        cli.main(["demo", "--model", "pcs", "--uavs", "10"])
 
 
 def test_console_script_is_installed():

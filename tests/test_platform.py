@@ -12,6 +12,8 @@ import pytest
 
 import seer
 from seer import platform
+from seer.specs import ENTRY_POINT_GROUP
+from tests.conftest import PROJECT_PACKAGES
 
 
 def test_gil_facts_match_the_interpreter():
@@ -39,9 +41,21 @@ def test_no_warning_without_the_gil(monkeypatch):
 
 
 def test_project_modules_are_all_listed():
-    names = platform.project_modules()
-    for expected in ("seer", "seer.serial", "seer.model", "seer.testing", "workloads"):
+    names = platform.project_modules(PROJECT_PACKAGES)
+    for expected in ("seer", "seer.serial", "seer.model", "seer.testing", "seer.stpa.adam",
+                     "workloads", "workloads.pcs.model", "workloads.synthetic"):
         assert expected in names
+    assert names.index("workloads") < names.index("workloads.pcs")
+    assert not any(name.startswith("workloads") for name in platform.project_modules())
+    assert platform.project_modules(["no_such_package_xyz"]) == ["no_such_package_xyz"]
+
+
+def test_the_gil_guard_imports_every_package_that_registers_models():
+    # A package of this project added to the seer.models entry points is guarded too.
+    eps = importlib.metadata.distribution("seer-ft").entry_points.select(
+        group=ENTRY_POINT_GROUP)
+    tops = {ep.module.split(".")[0] for ep in eps}
+    assert tops and tops <= set(PROJECT_PACKAGES)
 
 
 def test_packages_table_covers_every_dependency_and_extra():

@@ -96,7 +96,8 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--out", default="", help="write the report as JSON")
     e.set_defaults(func=_evaluate)
     d = stpa.add_parser("predict", help="preflight a model and print its thread count")
-    d.add_argument("spec", help="module:callable, e.g. workloads.pcs:PCS")
+    d.add_argument("spec", help="a registered model name (pcs, aircraft, ...) or "
+                                "module:callable")
     d.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
     d.add_argument("--runtime", default="seer")
     d.set_defaults(func=_predict)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from seer.specs import load_model
+from seer.specs import load_model, resolve_spec
 from seer.stpa.metrics import METRICS
 from seer.stpa.preflight import STATIC_FEATURES, default_actions, run_preflight, usable_cores
 
@@ -48,7 +48,7 @@ class Configuration:
     """One model on one core budget (see the module docstring)."""
 
     name: str
-    spec: str  # "module:callable"
+    spec: str  # a model spec (seer.specs): "module:callable" or a registered name
     kwargs: dict[str, Any] = field(default_factory=dict)
     group: str = ""
     cores: int | None = None  # restrict the child process to this many cores
@@ -195,9 +195,10 @@ def load_dataset(path: Path) -> dict[str, np.ndarray]:
 
 def default_configurations(quick: bool = False) -> list[Configuration]:
     """The configurations the shipped model is trained on: the best thread count must
-    vary, even on 2 cores (``docs/design.md``, "STPA")."""
-    bench, pcs, air = "workloads.synthetic:BenchModel", "workloads.pcs:PCS", \
-        "workloads.aircraft:Aircraft"
+    vary, even on 2 cores (``docs/design.md``, "STPA"). The models are the registered
+    ``bench``, ``pcs`` and ``aircraft`` (:func:`seer.specs.registered_models`), stored as
+    the ``"module:qualname"`` they stand for, so that a data set names its models exactly."""
+    bench, pcs, air = (resolve_spec(name) for name in ("bench", "pcs", "aircraft"))
     configs: list[Configuration] = []
     for cost in (0, 2, 10, 40, 150):  # tiny handlers (best: 1) .. compute (best: cores)
         for fanout in (1, 3):

@@ -89,7 +89,8 @@ def test_model_specs():
     model = load_model("workloads.pcs:PCS", parse_kwargs(["width=4", "height=3",
                                                            "hotspot=False"]))
     assert model.n_entities == 12
-    with pytest.raises(seer.ModelError, match="must be 'module:callable'"):
+    with pytest.raises(seer.ModelError, match=r"not a registered model name .* and not "
+                                              r"'module:callable'"):
         load_model("workloads.pcs.PCS")
     with pytest.raises(seer.ModelError, match="has no 'Nope'"):
         load_model("workloads.pcs:Nope")
