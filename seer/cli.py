@@ -1,5 +1,5 @@
-"""The ``seer`` command line: ``seer info``, ``seer demo``, ``seer trace ...``,
-``seer stpa ...``, ``seer --version``."""
+"""The ``seer`` command line: ``seer info``, ``seer demo``, ``seer bench ...``,
+``seer trace ...``, ``seer stpa ...``, ``seer --version``."""
 
 from __future__ import annotations
 
@@ -154,8 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_trace.add_argument("-o", "--out", default="trace.json")
     p_trace.add_argument("--png", default="", help="also draw a Gantt chart to this file")
     p_trace.set_defaults(func=_cmd_trace)
+    from seer.benchmark import add_subcommand as add_bench
     from seer.stpa.cli import add_parser as add_stpa
 
+    add_bench(sub)
     add_stpa(sub)
     return parser
 
