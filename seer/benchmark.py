@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -436,6 +438,9 @@ def add_subcommand(sub: Any) -> None:
     p.add_argument("--no-ceiling", dest="ceiling", action="store_false",
                    help="skip the independent serial runs")
     p.add_argument("--json", default="", help="also write every measured value here")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (repeatable), e.g. one that registers a "
+                   "runtime of your own with seer.register_runtime")
     p.set_defaults(func=_cmd_bench)
 
 
@@ -450,13 +455,25 @@ def _runtime_arg(text: str) -> str:
 
 
 def _cmd_bench(args: Any) -> int:
+    import importlib
+
+    from seer.errors import ModelError
     from seer.specs import load_model, parse_kwargs
 
-    kwargs = parse_kwargs(args.kwargs)
-    name = " ".join([args.spec, *args.kwargs])
-    result = compare(lambda: load_model(args.spec, kwargs), args.runtimes, steps=args.steps,
-                     rounds=args.rounds, warmup=args.warmup, seed=args.seed,
-                     ceiling=args.ceiling, name=name, progress=True)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does: your modules are found
+    try:
+        for module in args.imports:
+            importlib.import_module(module)
+        kwargs = parse_kwargs(args.kwargs)
+        name = " ".join([args.spec, *args.kwargs])
+        load_model(args.spec, kwargs)  # a bad spec is named before anything is timed
+        result = compare(lambda: load_model(args.spec, kwargs), args.runtimes,
+                         steps=args.steps, rounds=args.rounds, warmup=args.warmup,
+                         seed=args.seed, ceiling=args.ceiling, name=name, progress=True)
+    except (ImportError, ValueError, ModelError) as exc:
+        print(f"seer bench: {exc}", file=sys.stderr)
+        return 2
     for line in result.table():
         print(line)
     if args.json:

@@ -208,3 +208,27 @@ def test_seer_bench_names_a_bad_runtime_label(user_module, tmp_path):
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode != 0
     assert "'seer two'" in done.stderr
+
+
+def test_seer_bench_times_a_runtime_registered_by_an_imported_module(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("seer")), "bench", "bench", "n_entities=40",
+         "--runtimes", "serial", "locality:2", "--import", "examples.locality_steal",
+         "--steps", "1", "--rounds", "1", "--no-ceiling"],
+        cwd=root, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert any(line.startswith("locality(2)") and line.endswith("yes")
+               for line in done.stdout.splitlines())
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["nosuchmodule:Model"], "nosuchmodule"),
+    (["bench", "n_entities=8", "--runtimes", "serial", "sier:2"], "unknown runtime(s) sier"),
+    (["bench", "--import", "nosuchmodule"], "nosuchmodule"),
+])
+def test_seer_bench_refuses_bad_input_by_name(argv, named, capsys):
+    from seer import cli
+
+    assert cli.main(["bench", *argv, "--steps", "1", "--rounds", "1"]) == 2
+    assert named in capsys.readouterr().err
