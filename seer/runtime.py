@@ -77,11 +77,12 @@ def run_event(handlers: tuple[Callable[[Context, Event], None], ...], ctx: Conte
     An exception leaves tagged with the event (:func:`seer.errors.tag_event`), so that the
     caller's thread can say where it happened. The serial loop and SEER's worker loop
     inline these lines (a call per event is measurable there); everything else calls this.
+    It reads ``ev`` by position, as every per-event loop does (:mod:`seer.events`, "Layout").
     """
-    ctx.now = ev[0]
-    ctx._seq = ev[1]
+    ctx.now = ev[0]  # tau
+    ctx._seq = ev[1]  # seq
     try:
-        handlers[ev[3]](ctx, ev)
+        handlers[ev[3]](ctx, ev)  # kind
     except BaseException as exc:
         tag_event(exc, ev)
         raise
@@ -469,14 +470,16 @@ class Runtime(ABC):
     def _pending_error(self) -> PendingEventsError:
         self._mark_failed()
         head = self._earliest_pending()
-        earliest = (f"; the earliest at t={head[0]!r}, emitted by entity "
-                    f"{seq_origin(head[1])}" if head is not None else "")
+        earliest, origin = "", -1
+        if head is not None:
+            tau, seq = head
+            origin = seq_origin(seq)
+            earliest = f"; the earliest at t={tau!r}, emitted by entity {origin}"
         err = PendingEventsError(
             f"{self.pending} events are pending past the end of step {self._step_index - 1} "
             f"(t={self.time!r}){earliest}; the model sets strict_steps = True, so every "
             "event must fall inside its step (set strict_steps = False to carry them over)",
-            model=self.spec.name, entity=seq_origin(head[1]) if head else -1, kind=None,
-            time=self.time)
+            model=self.spec.name, entity=origin, kind=None, time=self.time)
         err.step = self._step_index - 1
         return err
 
@@ -563,7 +566,7 @@ class Runtime(ABC):
     def _step_limit_error(self, entity: int, ev: Event | None, detail: str) -> StepLimitError:
         """The error for a step that ran more than ``max_events_per_step`` events."""
         err = step_limit_error(self.spec.name, self.max_events_per_step, entity, ev, detail)
-        err.kind = self._kind_name(ev[3]) if ev is not None else None
+        err.kind = self._kind_name(ev.kind) if ev is not None else None
         err.step = self._step_index
         if ev is None:
             err.time = self.time
@@ -584,7 +587,7 @@ class Runtime(ABC):
                 if isinstance(exc, Exception):
                     self._mark_failed()
                 raise exc
-            err = self._handler_failed(exc, ev[2], self._kind_name(ev[3]), ev)
+            err = self._handler_failed(exc, ev.target, self._kind_name(ev.kind), ev)
             if err is exc:
                 raise exc
             raise err from exc
@@ -620,7 +623,7 @@ def step_limit_error(model: str, limit: int | None, entity: int, ev: Event | Non
     return StepLimitError(
         f"more than max_events_per_step={limit} events in one step ({detail}); an event loop "
         f"that never reaches the step end? (e.g. an entity re-scheduling itself with a tiny "
-        f"delay)", model=model, entity=entity, kind=None, time=ev[0] if ev is not None else 0.0)
+        f"delay)", model=model, entity=entity, kind=None, time=ev.tau if ev is not None else 0.0)
 
 
 def _short(value: Any, limit: int = 200) -> str:

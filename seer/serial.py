@@ -52,9 +52,9 @@ class SerialRuntime(Runtime):
         return partial(heapq.heappush, self._heap)
 
     def _push_recording_payload(self, ev: Event) -> None:
-        frozen = _frozen(ev[4])
+        frozen = _frozen(ev.payload)
         if frozen is not None:
-            self._payload_copies[ev[1]] = frozen
+            self._payload_copies[ev.seq] = frozen
         heapq.heappush(self._heap, ev)
 
     def _push_external(self, event: Event) -> None:
@@ -81,27 +81,28 @@ class SerialRuntime(Runtime):
         contexts = self._contexts
         handlers = self._handlers
         limit = self._event_limit
-        n = 0
+        ran = 0  # events run in this step
         ev = None
         # The dispatch of run_event(), inlined: this loop is the baseline every speed-up is
         # measured against, and a call per event would slow it by a measurable amount.
+        # Events are read by position (seer.events, "Layout": a name costs more here).
         try:
-            while heap and heap[0][0] < t_end:
+            while heap and heap[0][0] < t_end:  # the head's tau
                 ev = pop(heap)
-                ctx = contexts[ev[2]]
-                ctx.now = ev[0]
-                ctx._seq = ev[1]
-                handlers[ev[3]](ctx, ev)
-                n += 1
-                if n > limit:
-                    raise self._step_limit_error(ev[2], ev, f"{n} events so far")
+                ctx = contexts[ev[2]]  # target
+                ctx.now = ev[0]  # tau
+                ctx._seq = ev[1]  # seq
+                handlers[ev[3]](ctx, ev)  # kind
+                ran += 1
+                if ran > limit:
+                    raise self._step_limit_error(ev.target, ev, f"{ran} events so far")
         except StepLimitError:
             self._mark_failed()
             raise
         except BaseException as exc:
             self._raise_failure(tag_event(exc, ev))
         finally:
-            self.events_run += n
+            self.events_run += ran
 
     def _run_checked(self, t_end: float) -> None:
         """The same loop, plus (debug) the isolation and payload checks after each
@@ -110,44 +111,44 @@ class SerialRuntime(Runtime):
         debug = self.debug
         shadow = {name: a.copy() for name, a in self._arrays.items()} if debug else {}
         run = _TracedRun(self.trace) if self.trace is not None else None
-        n = 0
+        ran = 0
         try:
-            while heap and heap[0][0] < t_end:
+            while heap and heap[0].tau < t_end:
                 ev = heapq.heappop(heap)
                 if run is not None:
                     run.event(ev)
                 try:
                     if debug:
-                        frozen = self._payload_copies.pop(ev[1], None)
+                        frozen = self._payload_copies.pop(ev.seq, None)
                         self._check_payload(ev, frozen, "between its emit and its delivery "
                                             "(the sender kept a reference and changed it)")
-                    run_event(self._handlers, self._contexts[ev[2]], ev)
+                    run_event(self._handlers, self._contexts[ev.target], ev)
                     if debug:
-                        self._check_isolation(ev[2], shadow)
+                        self._check_isolation(ev.target, shadow)
                         self._check_payload(ev, frozen, "by its receiver's handler")
                 except BaseException as exc:
                     self._raise_failure(tag_event(exc, ev))
                 self.events_run += 1
-                n += 1
-                if n > self._event_limit:
+                ran += 1
+                if ran > self._event_limit:
                     self._mark_failed()
-                    raise self._step_limit_error(ev[2], ev, f"{n} events so far")
+                    raise self._step_limit_error(ev.target, ev, f"{ran} events so far")
         finally:
             if run is not None:
                 run.close()
 
     def _check_payload(self, ev: Event, frozen: bytes | None, when: str) -> None:
-        if frozen is not None and _frozen(ev[4]) != frozen:
+        if frozen is not None and _frozen(ev.payload) != frozen:
             raise ContractError(
-                f"the payload of this {self._kind_name(ev[3])!r} event (emitted by entity "
-                f"{seq_origin(ev[1])}) was mutated {when}; payloads are shared, not copied: "
+                f"the payload of this {self._kind_name(ev.kind)!r} event (emitted by entity "
+                f"{seq_origin(ev.seq)}) was mutated {when}; payloads are shared, not copied: "
                 "emit a fresh object and never change one after emitting or receiving it",
-                model=self.spec.name, entity=ev[2], kind=None, time=ev[0])
+                model=self.spec.name, entity=ev.target, kind=None, time=ev.tau)
 
-    def _check_isolation(self, entity: int, shadow: dict[str, np.ndarray]) -> None:
+    def _check_isolation(self, e: int, shadow: dict[str, np.ndarray]) -> None:
         for name, live in self._arrays.items():
             before = shadow[name]
-            before[entity] = live[entity]
+            before[e] = live[e]
             # Compare bytes, not values: NaN payloads and -0.0 must count as changes too.
             live_b = live.reshape(live.shape[0], -1).view(np.uint8)
             before_b = before.reshape(before.shape[0], -1).view(np.uint8)
@@ -158,8 +159,8 @@ class SerialRuntime(Runtime):
                     f"handler wrote to field {name!r} of entity {int(changed[0])} "
                     f"(entities changed: {changed[:8].tolist()}); a handler may write only "
                     "its own entity's rows and must emit an event to affect another",
-                    model=self.spec.name, entity=entity, kind=None, time=self._contexts[
-                        entity].now, field=name, other_entities=changed.tolist())
+                    model=self.spec.name, entity=e, kind=None, time=self._contexts[e].now,
+                    field=name, other_entities=changed.tolist())
 
 
 class _TracedRun:
@@ -173,12 +174,12 @@ class _TracedRun:
         self.count = 0
 
     def event(self, ev: Event) -> None:
-        if ev[2] != self.entity:
+        if ev.target != self.entity:
             self.close()
-            self.entity, self.first, self.count = ev[2], (ev[0], ev[1]), 0
+            self.entity, self.first, self.count = ev.target, ev[:2], 0
             self.start = time.perf_counter_ns()
         self.count += 1
-        self.last = (ev[0], ev[1])
+        self.last = ev[:2]  # its key
 
     def close(self) -> None:
         if self.count:

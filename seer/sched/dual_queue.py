@@ -189,12 +189,13 @@ class WindowWorker:
                     # in between (the entity's heap is only ever run by its claimer).
                     ctx._self_push = partial(_heappush, heap)
                     ctx.snapshot = snapshot
+                # Events by position, as in run_event (seer.events, "Layout").
                 while heap and heap[0] < bound:
                     ev = pop(heap)
-                    ctx.now = ev[0]
-                    ctx._seq = ev[1]
+                    ctx.now = ev[0]  # tau
+                    ctx._seq = ev[1]  # seq
                     try:
-                        handlers[ev[3]](ctx, ev)
+                        handlers[ev[3]](ctx, ev)  # kind
                     except BaseException as exc:
                         tag_event(exc, ev)
                         if not isinstance(exc, Exception):
@@ -208,8 +209,8 @@ class WindowWorker:
                         break
                 if heap:
                     head = heap[0]
-                    cal_t(head[0])
-                    cal_s(head[1])
+                    cal_t(head[0])  # tau
+                    cal_s(head[1])  # seq
                     cal_e(e)
                 done += 1
         finally:
@@ -236,7 +237,7 @@ class WindowWorker:
 
     def _failed(self, exc: BaseException, ev: Event) -> tuple[float, int]:
         """Record ``exc`` from event ``ev``; return the bound for the rest of the window."""
-        key = (ev[0], ev[1])
+        key = (ev.tau, ev.seq)
         if key < self.failure_key:
             self.failure = tag_event(exc, ev)
             self.failure_key = key
@@ -281,7 +282,7 @@ class WindowWorker:
         self.cal.clear()
         heaps = self.heaps
         for ev in self.overflow:
-            _heappush(heaps[ev[2]], ev)
+            _heappush(heaps[ev.target], ev)
         self.stats.arena_full += len(self.overflow)
         self.overflow.clear()
         runtime.events_run += self.events

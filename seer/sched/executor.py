@@ -41,11 +41,12 @@ class ExecutorWorker:
         self.push = self._push
 
     def _push(self, ev: Event) -> None:
-        if ev[2] == self.cur:
+        e = ev[2]  # per emit: by position (seer.events, "Layout")
+        if e == self.cur:
             _heappush(self.heap, ev)
         else:
-            self.inboxes[ev[2]].append(ev)
-            self.cal.add(ev[0], ev[1], ev[2])
+            self.inboxes[e].append(ev)
+            self.cal.add(ev[0], ev[1], e)
 
 
 class ExecutorRuntime(WindowedRuntime):
@@ -112,7 +113,7 @@ class ExecutorRuntime(WindowedRuntime):
                     ev = event_of(exc)
                     if failure is None or ev[:2] < event_of(failure)[:2]:
                         failure = exc
-                    bound = (ev[0], ev[1])
+                    bound = ev[:2]
         except BaseException:
             self._abort = True  # Ctrl-C: stop the other chunks of this window early
             raise

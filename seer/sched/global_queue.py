@@ -117,9 +117,9 @@ class GlobalQueueRuntime(ThreadedRuntime):
         lookahead = self.spec.lookahead
         pool = self._pool
         limit = self.events_run + self._event_limit
-        while g and g[0][0] < t_end:
+        while g and g[0].tau < t_end:
             head = g[0]
-            self._bound[0] = window_bound(head[0], head[1], t_end, lookahead)
+            self._bound[0] = window_bound(head.tau, head.seq, t_end, lookahead)
             self._abort = self._interrupted  # a Ctrl-C between windows still stops it
             try:
                 if pool.threads == 1:
@@ -139,7 +139,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
                 raise KeyboardInterrupt
             if self.events_run > limit:
                 self._mark_failed()
-                raise self._step_limit_error(head[2], None, f"window at t={head[0]!r}")
+                raise self._step_limit_error(head.target, None, f"window at t={head.tau!r}")
 
     def _window_task(self, index: int) -> None:
         """Pop and run events ``< B`` until none is left. A handler's ``Exception`` stops
@@ -158,7 +158,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
                     if not g or not g[0] < bound:
                         return
                     ev = pop(g)
-                    e = ev[2]
+                    e = ev[2]  # target (by position: seer.events, "Layout")
                     if owner[e]:
                         push(deferred[e], ev)
                         continue
@@ -168,7 +168,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
                 w.cur = e
                 mine = deferred[e]
                 if trace is not None:  # once per entity run, not per event
-                    run_start, run_first, run_events = _ns(), (ev[0], ev[1]), w.events
+                    run_start, run_first, run_events = _ns(), ev[:2], w.events
                 while True:
                     run_event(handlers, ctx, ev)
                     w.events += 1
@@ -186,7 +186,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
                 if trace is not None:
                     trace.slice(index, "run", run_start, _ns(), entity=e,
                                 events=w.events - run_events, first=run_first,
-                                last=(ev[0], ev[1]))
+                                last=ev[:2])
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 self._abort = True  # Ctrl-C: everyone stops

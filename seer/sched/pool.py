@@ -78,7 +78,7 @@ def _error_order(item: tuple[int, BaseException]) -> tuple:
     event = event_of(exc)
     if event is None:
         return (1, 0.0, 0, index)
-    return (0, event[0], event[1], index)
+    return (0, event.tau, event.seq, index)
 
 
 @atexit.register

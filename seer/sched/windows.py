@@ -77,8 +77,9 @@ class WindowedRuntime(ThreadedRuntime):
         calendar_box: list[Calendar | DenseCalendar] = [Calendar(n)]  # sorted runs first
 
         def coordinator_push(ev: Event) -> None:
-            _heappush(heaps[ev[2]], ev)
-            calendar_box[0].add(ev[0], ev[1], ev[2])
+            e = ev.target
+            _heappush(heaps[e], ev)
+            calendar_box[0].add(ev.tau, ev.seq, e)
 
         self._heaps = heaps
         self._calendar_box = calendar_box
@@ -100,8 +101,8 @@ class WindowedRuntime(ThreadedRuntime):
 
     def _push_externals(self, batch: ActionBatch) -> None:
         heaps, push = self._heaps, _heappush
-        for ev in batch.events():
-            push(heaps[ev[2]], ev)
+        for ev, e in zip(batch.events(), batch.entities, strict=True):
+            push(heaps[e], ev)
         self._calendar.add_many([batch.t0] * len(batch), batch.seqs, batch.entities)
 
     def _clear_events(self) -> None:
@@ -143,8 +144,11 @@ class WindowedRuntime(ThreadedRuntime):
         lookahead = self.spec.lookahead
         limit = self.events_run + self._event_limit
         windows = readied = 0
-        while (head := calendar.head()) is not None and head[0] < t_end:
-            bound = window_bound(head[0], head[1], t_end, lookahead)
+        while (head := calendar.head()) is not None:
+            t_min, s_min = head
+            if t_min >= t_end:
+                break
+            bound = window_bound(t_min, s_min, t_end, lookahead)
             ready = calendar.pop_ready(bound)
             windows += 1
             readied += len(ready)
@@ -154,7 +158,7 @@ class WindowedRuntime(ThreadedRuntime):
                 raise KeyboardInterrupt
             if self.events_run > limit:
                 self._mark_failed()
-                raise self._step_limit_error(int(ready[0]), None, f"window at t={head[0]!r} "
+                raise self._step_limit_error(int(ready[0]), None, f"window at t={t_min!r} "
                                              f"with {len(ready)} ready entities")
         # (a step that raises needs a reset, which zeroes them)
         self._step_windows, self._step_ready = windows, readied
@@ -184,5 +188,5 @@ class WindowedRuntime(ThreadedRuntime):
                 raise tag_event(self._step_limit_error(e, ev, "in one window"), ev)
         if heap:
             head = heap[0]
-            calendar_out.add(head[0], head[1], e)
+            calendar_out.add(head[0], head[1], e)  # its tau and seq
         return n
