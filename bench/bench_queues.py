@@ -13,51 +13,15 @@ from __future__ import annotations
 
 import collections
 import queue
-import threading
 import time
 from collections.abc import Callable
 
 import pyperf
 
+from seer.benchmark import on_threads
 from seer.queues import AtomicWords, LocalEventQueues, ParallelExecutiveList, fast_path_available
 
 CONTENDED_THREADS = 2
-
-
-def on_threads(n: int, body: Callable[[int, int], None], loops: int,
-               setup: Callable[[int], None] | None = None) -> float:
-    """Run ``body(thread_index, loops)`` on ``n`` threads started together; wall seconds
-    from the start to the last thread's end. ``setup(thread_index)`` runs on each thread
-    before the start, untimed. The first exception of a setup or body is raised here once
-    every thread has ended (a failed setup cancels every body)."""
-    barrier = threading.Barrier(n + 1)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            if setup is not None:
-                setup(i)
-        except BaseException as exc:
-            errors.append(exc)
-        barrier.wait()  # met even after a failed setup: the caller waits on it
-        if errors:
-            return
-        try:
-            body(i, loops)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
-    if errors:
-        raise errors[0]
-    return wall
 
 
 # -- atomics -----------------------------------------------------------------------------------

@@ -28,36 +28,13 @@ from collections.abc import Callable
 import pyperf
 
 import seer
-from bench.labels import label, parse_runtime
+
+# make_model is imported from here by bench/steptime.py, also by older revisions' copies
+from bench.harness import config_name, label, make_model, parse_runtime
 from seer.cli import pyperf_metadata
-from workloads.synthetic import BenchModel, EmptyModel
 
 RUNTIMES = [("serial", 1), ("seer", 1), ("seer", 2), ("static", 2), ("static-block", 2),
             ("global", 2), ("executor", 2)]
-
-
-def make_model(workload: str, entities: int, cost: float, fanout: int,
-               gain: float = 2.0) -> seer.Model:
-    if workload == "aircraft":
-        from workloads.aircraft import Aircraft
-
-        return Aircraft(entities, cost_us=cost)
-    if workload == "pcs":
-        from workloads.pcs import PCS
-
-        side = round(entities ** 0.5)
-        return PCS(side, side, cost_us=cost, hotspot_gain=gain)
-    if workload == "empty":
-        return EmptyModel(entities, per_step=10)
-    if workload == "pursuit":
-        from workloads.pursuit import Pursuit
-
-        # One pursuer in five, as at the reference size (5000 entities: 1000 pursuers,
-        # 4000 evaders on 256x256); the grid grows with the square root of the count.
-        side = max(8, round(256 * (entities / 5000) ** 0.5))
-        return Pursuit(x_size=side, y_size=side, n_pursuers=max(1, entities // 5),
-                       n_evaders=entities - max(1, entities // 5), max_cycles=10**6)
-    return BenchModel(entities, cost_us=cost, fanout=fanout)
 
 
 def step_timer(workload: str, entities: int, cost: float, kind: str, threads: int,
@@ -156,14 +133,6 @@ def main() -> None:
             row = [f"{base / results[(config, x)]:15.2f}" if base and (config, x) in results
                    else f"{'-':>15}" for x in names]
             print(f"{config:>32} | " + " | ".join(row))
-
-
-def config_name(workload: str, entities: int, cost: float, gain: float) -> str:
-    """Benchmark name prefix, e.g. ``aircraft-n800-cost200us`` or
-    ``pcs-n1600-cost15us-gain2``."""
-    prefix = "step" if workload == "bench" else workload
-    name = f"{prefix}-n{entities}-cost{cost:g}us"
-    return f"{name}-gain{gain:g}" if workload == "pcs" else name
 
 
 if __name__ == "__main__":

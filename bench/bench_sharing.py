@@ -30,7 +30,7 @@ import numpy as np
 import pyperf
 
 import seer
-from bench.bench_queues import on_threads
+from seer.benchmark import on_threads
 from seer.model import compile_model, make_row, make_row_class
 
 __all__ = ["MODES", "OPS", "Op", "loop_function", "run_mode"]

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.compare import ROOT, check_imports, commits_of, worktree_env, worktrees
-from bench.markdown import table
+from bench.harness import table
 
 __all__ = ["Counts", "counts_per_step", "main", "parse", "top_differences"]
 

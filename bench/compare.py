@@ -50,8 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.markdown import table
-from bench.stats import Runs, load
+from bench.harness import Runs, load, table
 
 __all__ = ["Row", "commits_of", "compare", "format_table", "main", "summarise", "verdict",
            "worktrees"]

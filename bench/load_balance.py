@@ -17,8 +17,7 @@ import statistics
 import time
 
 import seer
-from bench.bench_runtimes import make_model
-from bench.labels import label
+from bench.harness import label, make_model
 
 KINDS = ("seer", "static", "static-block", "global")
 

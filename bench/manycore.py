@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import hashlib
 import json
 import os
 import shutil
@@ -57,8 +56,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import seer
-from bench.host import code_commit, cpu_model
-from bench.labels import label
+from bench.harness import (
+    capacity_now,
+    host_facts,
+    label,
+    make_model,
+    state_digest,
+    table,
+    write_json,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -200,24 +206,9 @@ def plan(mode: str = "full", *, cores: int | None = None, max_threads: int | Non
 
 
 # -- measuring -------------------------------------------------------------------------------
-def state_digest(runtime: seer.Runtime) -> str:
-    """sha256 of every state field's bytes: equal across runtimes of one model and steps
-    when their results are bit-identical, as they must be."""
-    import numpy as np
-
-    h = hashlib.sha256()
-    for name in runtime.state.names:
-        a = np.ascontiguousarray(runtime.state[name])
-        h.update(name.encode())
-        h.update(a.view(np.uint8).tobytes())
-    return h.hexdigest()
-
-
 def measure(point: Point, deadline: float) -> dict[str, Any] | None:
     """Time ``point`` (module docstring). None, without timing, when the warm-up step says
     the timed steps would end after ``deadline`` (a ``time.perf_counter()`` value)."""
-    from bench.bench_runtimes import make_model
-
     c = point.config
     t0 = time.perf_counter()
     model = make_model(c.workload, c.entities, c.cost_us, 1, c.gain)
@@ -264,43 +255,15 @@ def measure(point: Point, deadline: float) -> dict[str, Any] | None:
 
 
 def capacity(threads: int, repeats: int = 3) -> dict[str, float]:
-    """Effective cores right now (:mod:`bench.bench_capacity`'s loop, run here directly):
-    ``threads * time(1 thread) / time(threads threads)``, medians of ``repeats``."""
-    from bench.bench_capacity import timer
-
-    one = statistics.median(timer(1)(1) for _ in range(repeats))
-    many = statistics.median(timer(threads)(1) for _ in range(repeats))
-    return {"threads": threads, "one_s": one, "many_s": many,
-            "effective_cores": threads * one / many}
-
-
-def host_facts() -> dict[str, Any]:
-    """Interpreter (``seer info``), GIL state, CPU model, cores, load and commit."""
-    from seer.cli import interpreter_facts
-
-    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
-    return {
-        "interpreter": interpreter_facts(), "gil_enabled": gil,
-        "executable": sys.executable, "cores": seer.cpu_count(),
-        "os_cpu_count": os.cpu_count(), "cpu_model": cpu_model(),
-        "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else [],
-        "commit": code_commit(), "runtimes_known": sorted(_known_runtimes()),
-        "argv": sys.argv,
-    }
+    """Effective cores right now (:func:`seer.benchmark.capacity_now`) as a session
+    records it."""
+    return {"threads": threads, "effective_cores": capacity_now(threads, repeats)}
 
 
 def _known_runtimes() -> list[str]:
     from seer.sched import RUNTIMES
 
     return list(RUNTIMES)
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically: a run killed mid-write leaves no half file that would be skipped."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
 
 
 def _done(path: Path) -> bool:
@@ -556,9 +519,11 @@ def load_results(results: Path) -> dict[str, Any]:
     points = {g: [r for r in read((results / g).glob("*/*.json"))
                   if "steps_per_s" in r] for g in ("scan", "balance", "hotspot")}
     errors = read(results.glob("*/*/*.error.json"))
-    tax = read([results / "tax.json"])  # [] when there is none
+    # the ceiling at T threads: bench.efficiency --threads (or the one run's older tax.json)
+    efficiency, tax = read([results / "efficiency.json"]), read([results / "tax.json"])
     return {"sessions": read(results.glob("session-*.json")), "points": points,
             "errors": errors, "stpa": read((results / "stpa").glob("*.json")),
+            "efficiency": efficiency[0] if efficiency else None,
             "tax": tax[0] if tax else None}
 
 
@@ -586,11 +551,6 @@ def _serial(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((r for r in rows if r["runtime"] == "serial"), None)
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def _identity(points: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Points whose state after the timed steps differs from the rest of their model's
     (serial's where it was measured): there should be none."""
@@ -611,19 +571,11 @@ def _identity(points: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 # -- the report ------------------------------------------------------------------------------
-READING = HERE / "READING-manycore.md"
-
-
-def render(results_dir: Path, out_md: Path, figures: Path,
-           reading: Path | None = None) -> None:
+def render(results_dir: Path, out_md: Path, figures: Path) -> None:
     """Write ``out_md`` (RESULTS-manycore.md) and its figures into ``figures`` from the files
-    of a study in ``results_dir``; where nothing was measured, say so. ``reading``: a
-    hand-written reading of the run (see :func:`reading_lines`), placed after the machine
-    table."""
+    of a study in ``results_dir``; where nothing was measured, say so."""
     results_dir, out_md, figures = Path(results_dir), Path(out_md), Path(figures)
     data = load_results(results_dir)
-    if reading is not None:
-        data["reading"] = reading_lines(reading, data["sessions"])
     drawn: list[str] = []
     note = ""
     if any(data["points"].values()):
@@ -634,25 +586,6 @@ def render(results_dir: Path, out_md: Path, figures: Path,
     out_md.parent.mkdir(parents=True, exist_ok=True)
     rel = os.path.relpath(figures, out_md.parent)
     out_md.write_text("\n".join(markdown(data, [f"{rel}/{f}" for f in drawn], note)) + "\n")
-
-
-def reading_lines(path: Path, sessions: list[dict[str, Any]]) -> list[str]:
-    """The reading in ``path`` if it reads exactly these sessions, else one line that says why
-    it was left out. Its first line names them: ``<!-- sessions: session-... session-... -->``,
-    so a reading written for one run never appears under another run's figures."""
-    if not path.exists():
-        return []
-    text = path.read_text().strip()
-    first, _, body = text.partition("\n")
-    names = first.removeprefix("<!-- sessions:").removesuffix("-->").split()
-    if not first.startswith("<!-- sessions:") or not names:
-        return [f"`{path.name}` does not name the sessions it reads (its first line must be "
-                "`<!-- sessions: session-... -->`): left out.", ""]
-    have = sorted(s.get("session", "?") for s in sessions)
-    if sorted(names) != have:
-        return [f"`{path.name}` reads {', '.join(sorted(names))}, not the sessions here "
-                f"({', '.join(have) or 'none'}): left out; write one for these.", ""]
-    return [body.strip(), ""]
 
 
 def markdown(data: dict[str, Any], figures: list[str], note: str = "") -> list[str]:
@@ -669,16 +602,12 @@ def markdown(data: dict[str, Any], figures: list[str], note: str = "") -> list[s
             "runtime; steps/s = timed steps / their wall time). Speed-ups are over "
             "`serial` on the same model and steps.", ""]
     out += _sessions(sessions)
-    out += data.get("reading", [])
+    out += _goals(data)
     out += _paper(points)
     out += _scans(points["scan"])
     out += _balance(points["balance"])
     out += _hotspot(points["hotspot"])
     out += _stpa(data["stpa"])
-    if data.get("tax") is not None:  # `python -m bench.tax --out DIR/tax.json`, same machine
-        from bench.tax import section as tax_section
-
-        out += tax_section(data["tax"])
     bad = _identity(points)
     n = sum(len(v) for v in points.values())
     out += ["## Bit-identical results", "",
@@ -694,6 +623,15 @@ def markdown(data: dict[str, Any], figures: list[str], note: str = "") -> list[s
     out += ["## Figures", ""]
     out += [f"![{Path(f).stem}]({f})" for f in figures] or [note or "No points measured."]
     return out
+
+
+def _goals(data: dict[str, Any]) -> list[str]:
+    """The many-core goals of ``bench/goals.toml``, judged as RESULTS.md judges its own."""
+    from bench.markdown import Results, goal_rows
+    from bench.sizes import Sizes
+
+    rows = goal_rows(Results(Sizes("fast"), {}, manycore=data), sources=["manycore"])
+    return ["## Goals", "", *table(["goal", "target", "measured", "met"], rows), ""]
 
 
 def _sessions(sessions: list[dict[str, Any]]) -> list[str]:
@@ -716,7 +654,7 @@ def _sessions(sessions: list[dict[str, Any]]) -> list[str]:
             f"{s.get('over_budget', '?')} / {s.get('failed', '?')}",
             str(h.get("commit", "?"))])
     return ["## Machine and runs", "",
-            *_table(["started (UTC)", "mode", "cores", "CPU", "Python", "effective cores "
+            *table(["started (UTC)", "mode", "cores", "CPU", "Python", "effective cores "
                      "before / after", "seconds of budget", "measured / there / left / "
                      "failed", "commit"], rows), "",
             "Effective cores: T x time of a pure-Python loop on 1 thread / time on T threads "
@@ -749,7 +687,7 @@ def _paper(points: dict[str, list[dict[str, Any]]]) -> list[str]:
     ours_var = (", ".join(f"{k}({threads}) {var[k]:.2f}" for k in _kinds(pcs) if k in var)
                 or "not measured")
     return ["## Next to the paper", "",
-            *_table(["figure", "paper", "this run"], [
+            *table(["figure", "paper", "this run"], [
                 ["Aircraft 800 UAVs ~200 µs, steps/s", " -> ".join(
                     f"{x:.2f}" for x in PAPER_AIRCRAFT_STEPS_PER_S), ours_scan],
                 ["Aircraft speed-up with 4 workers", f"{PAPER_AIRCRAFT_SPEEDUP_4:.2f}x",
@@ -787,7 +725,7 @@ def _scans(rows: list[dict[str, Any]]) -> list[str]:
         steps = cfg[0]["steps"]
         out += [f"### {_title(cfg[0])} (`{name}`, {steps} timed steps per point)", "",
                 f"serial: {serial:.2f} steps/s." if serial else "serial: not measured.",
-                "", *_table(["runtime", *[f"T={t}" for t in threads]], table_rows), "",
+                "", *table(["runtime", *[f"T={t}" for t in threads]], table_rows), "",
                 "Bold: the runtime's best thread count.", ""]
     return out
 
@@ -811,7 +749,7 @@ def _balance(rows: list[dict[str, Any]]) -> list[str]:
                 str(sum(r["workers"]["steals"])) if cpu else "-",
                 "-" if var is None else f"{var:.2f}", "-" if cv is None else f"{cv:.3f}"])
         out += [f"### {_title(cfg[0])} (`{name}`, {cfg[0]['steps']} steps)", "",
-                *_table(["runtime", "steps/s", "CPU s per thread min / mean / max",
+                *table(["runtime", "steps/s", "CPU s per thread min / mean / max",
                          "events per thread min / max", "chunks stolen", "utilisation "
                          "variance (%²)", "CPU CV"], table_rows), ""]
     out += ["Utilisation of a thread: its CPU time inside the runtime's tasks over the wall "
@@ -839,7 +777,7 @@ def _hotspot(rows: list[dict[str, Any]]) -> list[str]:
     first = rows[0]["config"]
     return [f"## PCS hotspot sweep ({first['entities']} cells, ~{first['cost_us']:g} µs, "
             f"{threads} threads; steps/s and speed-up over serial)", "",
-            *_table(["hotspot peak", "serial", *[label(k, threads) for k in kinds]],
+            *table(["hotspot peak", "serial", *[label(k, threads) for k in kinds]],
                     table_rows), ""]
 
 
@@ -860,7 +798,7 @@ def _stpa(rows: list[dict[str, Any]]) -> list[str]:
             "each as `seer stpa collect` measures it: preflights, and a full scan T = "
             "1..t_max whose best T is the label. The rows are in `stpa/*.json`, in the form "
             "`collect` assembles its data set from.", "",
-            *_table(["configuration", "cores seen", "t_max", "label (best T)",
+            *table(["configuration", "cores seen", "t_max", "label (best T)",
                      "steps/s at T=1", "best steps/s", "seconds"], table_rows), ""]
 
 
@@ -1015,9 +953,6 @@ def _parser() -> argparse.ArgumentParser:
                         "bench/RESULTS-manycore.md)")
     parser.add_argument("--figures", type=Path, default=HERE / "figures",
                         help="with --report: where the figures go (default bench/figures)")
-    parser.add_argument("--no-reading", action="store_true",
-                        help="with --report: leave out bench/READING-manycore.md (included "
-                        "when it names exactly the sessions in DIR)")
     return parser
 
 
@@ -1026,7 +961,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report is not None:
         if not args.report.is_dir():
             _parser().error(f"--report {args.report}: no such directory")
-        render(args.report, args.md, args.figures, None if args.no_reading else READING)
+        render(args.report, args.md, args.figures)
         print(f"[manycore] wrote {args.md}", file=sys.stderr)
         return 0
     out = args.out or default_out()

@@ -1,471 +1,388 @@
-"""The text of bench/RESULTS.md: tables of ratios over serial, goals, load balance, queues,
-STPA (``bench/results/stpa.json``, written by :mod:`bench.stpa`) and the pursuit port
-against PettingZoo (``bench/results/pursuit.json``, written by :mod:`bench.pursuit`).
+"""The text of ``bench/RESULTS.md``: what a user reads in a minute, generated from the
+result files, with the goals of ``bench/goals.toml`` first.
 
-Every function returns lines; :func:`write_results` joins the sections. Ratios are
-throughput over serial paired by round (:meth:`bench.stats.Part.speedup`).
+:func:`goal_rows` is also what ``bench/RESULTS-manycore.md`` uses for its goals, so both
+documents judge a goal the same way. Nothing here measures; :mod:`bench.report` runs the
+parts and calls :func:`write_results`.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+import statistics
+import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from bench.bench_runtimes import config_name
-from bench.labels import label
-from bench.sizes import ALL, PEERS, Sizes
-from bench.stats import Part, capacity
-from seer.cli import interpreter_facts
+from bench.harness import ALL, PEERS, Part, config_name, label, table
+from bench.sizes import Sizes
 
-__all__ = ["goals", "not_measured", "pursuit", "ratios", "stpa_goals", "table",
+__all__ = ["GOALS_FILE", "Results", "break_even", "goal_rows", "load_goals", "memory_section",
            "write_results"]
 
-READING = Path(__file__).resolve().parent / "READING.md"
-#: the pooled peers SEER is meant to beat
-PEER_NAMES = ("static(2)", "static-block(2)", "global(2)", "optimistic(2)")
-#: STPA's goals: mean regret at least this, and a preflight of at most this fraction of an
-#: episode of EPISODE_STEPS steps (as in bench.stpa, which this module does not import)
-REGRET_GOAL, PREFLIGHT_GOAL, EPISODE_STEPS = 0.95, 0.05, 200
-#: what STPA is compared with (the oracle is the label itself, not a baseline)
+GOALS_FILE = Path(__file__).with_name("goals.toml")
+#: the STPA methods that are not baselines
 NOT_BASELINES = ("stpa", "oracle")
-#: the pursuit port and PettingZoo agree on a statistic where Welch's p is above this
-AGREE_P = 0.01
-#: the pursuit episode statistics (bench.pursuit), in table order, and what they are
-PURSUIT_STATISTICS = {"catches": "evaders caught per episode",
-                      "length": "episode length (steps)",
-                      "reward": "mean reward per pursuer per step"}
 
 
-def not_measured(title: str, part: str, needs: str = "") -> list[str]:
-    """A report section whose result file is missing: the title and how to make the file
-    (``needs``: what it needs installed, said after the commands)."""
-    return [title, "", f"Not measured: run `.venv/bin/python -m bench.{part} --out "
-            f"bench/results/{part}.json` (or `python -m bench.report --only {part}`)"
-            + (f"; needs {needs}." if needs else "."), ""]
+def load_goals(path: Path = GOALS_FILE) -> list[dict[str, Any]]:
+    """The goals, each a dict with ``text``, ``source``, ``measure`` and ``at_least`` or
+    ``at_most``; an entry without either target is an error naming it."""
+    goals = tomllib.loads(path.read_text())["goal"]
+    for g in goals:
+        if ("at_least" in g) == ("at_most" in g):
+            raise ValueError(f"{path.name}: goal {g.get('text')!r} needs exactly one of "
+                             "at_least and at_most")
+    return goals
 
 
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A markdown table."""
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(r) + " |" for r in rows)]
+class Results:
+    """Every result file a report reads, each None where it was not measured: ``parts``
+    (pyperf, by name), ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``,
+    ``pursuit`` and ``manycore`` (:func:`bench.manycore.load_results`)."""
+
+    def __init__(self, z: Sizes, parts: dict[str, Part], **once: dict | None) -> None:
+        self.z, self.parts = z, parts
+        self.once = once
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["once"].get(name)
+        except KeyError:
+            raise AttributeError(name) from None
 
 
-def ratios(m: Part, config: str, names: list[str], spread: bool = False) -> list[str]:
-    """Speed-up over serial of each runtime in ``names`` (with the range over rounds)."""
-    base, cells = f"{config}-serial", []
-    for x in names:
-        k = f"{config}-{x}"
-        if base not in m or k not in m:
-            cells.append("-")
-        elif spread and k != base:
-            lo, hi = m.spread(base, k)
-            cells.append(f"{m.speedup(base, k):.2f} ({lo:.2f}-{hi:.2f})")
-        else:
-            cells.append(f"{m.speedup(base, k):.2f}")
-    return cells
+# -- goals -----------------------------------------------------------------------------------
+#: what a goal's source gives: the value, a detail, and (optionally) a second condition of
+#: the goal that the value alone does not show
+Reading = tuple[float, str] | tuple[float, str, bool]
 
 
-def write_results(m: dict[str, Part], balance: dict[str, dict], z: Sizes, figures: list[str],
-                  run: dict, span: str, stpa: dict | None = None,
-                  pursuit_result: dict | None = None, extra: list[str] | None = None) -> str:
-    """The whole of RESULTS.md for the parts ``m``, measured over ``span``; ``stpa`` and
-    ``pursuit_result`` are ``bench/results/stpa.json`` and ``pursuit.json`` (None when
-    they were not measured); ``extra`` are the lines of the once-run parts
-    (``bench.report.ONCE_PARTS``)."""
-    out = _header(m, z, run, span, stpa)
-    if READING.exists() and z.mode != "smoke":
-        out += [READING.read_text().strip(), ""]
-    for section in (_workloads, _hotspot, _cost_sweep, _complexity, _thread_scans, _latency,
-                    _overhead):
-        out += section(m, z)
-    out += _load_balance(balance)
-    out += _queues(m["queues"])
-    out += _stpa(stpa)
-    out += pursuit(pursuit_result)
-    out += extra or []
-    out += ["## Figures", "", *[f"![{f}](figures/{f})" for f in figures]]
-    return "\n".join(out) + "\n"
+def _efficiency(r: Results, g: dict) -> Reading | None:
+    eff = r.efficiency
+    if eff is None:
+        return None
+    if g["measure"] == "identical":
+        checked = [(k, rt, v["identical"]) for k, w in eff["workloads"].items()
+                   for rt, v in w["runtimes"].items() if v["identical"] is not None]
+        bad = [f"{rt} on {k}" for k, rt, ok in checked if not ok]
+        return (0.0 if bad else 1.0,
+                f"{len(checked) - len(bad)} of {len(checked)} comparisons"
+                + (f"; differ: {', '.join(bad)}" if bad else ""))
+    w = eff["workloads"].get(g["workload"])
+    if w is None:
+        return None
+    runtimes, s = w["runtimes"], w["summary"]
+    if g["measure"] == "lead":
+        mine = runtimes[g["runtime"]]["wall_s"]
+        leads = {p: statistics.median(a / b for a, b in zip(runtimes[p]["wall_s"], mine,
+                                                             strict=True))
+                 for p in g["peers"] if p in runtimes}
+        closest = min(leads, key=leads.__getitem__)
+        return leads[closest], f"closest: {closest}"
+    value = s[g["runtime"]][g["measure"]]
+    if value is None:
+        return None
+    rounds = runtimes[g["runtime"]]["wall_s"]
+    serial = runtimes["serial"]["wall_s"]
+    per_round = [a / b for a, b in zip(serial, rounds, strict=True)]
+    shown = f"speed-up {statistics.median(per_round):.2f}" if g["measure"] != "speedup" \
+        else f"rounds {min(per_round):.2f}-{max(per_round):.2f}"
+    return value, shown
 
 
-def _header(m: dict[str, Part], z: Sizes, run: dict, span: str, stpa: dict | None
-            ) -> list[str]:
-    facts = interpreter_facts()
-    flag = {"fast": "", "full": " --full", "smoke": " --smoke"}[z.mode]
-    cores, per_round = capacity(m["capacity"].runs)
-    return [
-        "# Benchmark results", "",
-        f"Command: `.venv/bin/python -m bench.report{flag}` ({z.mode} mode, rounds: "
-        f"{z.rounds}; measured {span}; code at commit {run.get('commit', 'unknown')}).", "",
-        f"Machine: {facts['cores available']} cores; {facts['python']}; free-threaded: "
-        f"{facts['free-threaded build']}; GIL: {facts['GIL']}; numpy {facts['numpy']}, "
-        f"atomics {facts['atomics']}.", "",
-        f"Parallel capacity while this ran (`capacity`: 2 x time on 1 thread / time on 2 "
-        f"threads of a pure-Python loop): {cores:.2f} effective cores over the run, "
-        f"per round {', '.join(f'{c:.2f}' for c in per_round)}. A ratio above that "
-        "is not possible; below 2.0 the host was taking CPU time from this machine.", "",
-        "Ratios are throughput over serial (>1 is faster): in each round, mean step time "
-        "of serial / mean step time of the runtime, then the median over the rounds; "
-        "'(a-b)' is the lowest and highest round. Absolute times are medians of all "
-        "values. Raw pyperf files are in "
-        "`bench/results/` (`python -m pyperf show FILE`, `python -m pyperf compare_to "
-        "A B`).", "",
-        "## DESIGN.md section 10: measured next to the goals", "",
-        *table(["figure", "goal", "measured in this run", "met"], goals(m, z, stpa)), "",
-        "The other goals of section 10 are read in their own sections below: the scaling tax "
-        "(total CPU of seer(2) / serial on PCS), BenchModel at 10 µs and the break-even event "
-        "size, and SEER against `static` without imbalance under *Parallel efficiency*; "
-        "memory under *Memory per runtime*; the end-to-end MARL loop under *The MARL loop "
-        "end to end*; many cores in `bench/RESULTS-manycore.md`.", ""]
+def _pyperf(r: Results, g: dict) -> Reading | None:
+    part = r.parts.get(g["part"])
+    if part is None:
+        return None
+    z = r.z
+    if g["measure"] == "us_per_event":
+        empty = config_name("empty", z.n_bench, 0, 2.0)
+        events = z.n_bench * 10  # EmptyModel(n, per_step=10)
+        return (1e6 * part[f"{empty}-{g['runtime']}"] / events,
+                f"serial {1e6 * part[f'{empty}-serial'] / events:.2f} µs")
+    if g["measure"] == "lead":
+        worst, worst_at = math.inf, ""
+        for gain in (x for x in z.gains if x > 0):
+            cfg = config_name("pcs", z.n_pcs, z.pcs_cost, gain)
+            for p in g["peers"]:
+                v = part.speedup(f"{cfg}-{p}", f"{cfg}-{g['runtime']}")
+                if v < worst:
+                    worst, worst_at = v, f"closest: {p} at peak {gain:g}"
+        return worst, worst_at
+    raise ValueError(f"goal {g['text']!r}: pyperf measure {g['measure']!r} is not known")
 
 
-# -- goals ---------------------------------------------------------------------------------
-def _yes(ok: bool) -> str:
-    return "yes" if ok else "**no**"
-
-
-def _leads(part: Part, config: str) -> dict[str, float]:
-    """time(peer) / time(seer(2)) per round, median: > 1 where SEER is faster."""
-    return {p: part.speedup(f"{config}-{p}", f"{config}-seer(2)") for p in PEER_NAMES}
-
-
-def _hotspot_goal(h: Part, z: Sizes) -> tuple[str, str]:
-    """The leads of SEER at every hotspot peak, and how many peaks it wins against all."""
-    wins, cells = [], []
-    for g in z.gains:
-        lead = _leads(h, config_name("pcs", z.n_pcs, z.pcs_cost, g))
-        if g > 0:  # peak 0 (no hotspot) is the control, not part of the goal
-            wins.append(all(v > 1 for v in lead.values()))
-        cells.append(f"peak {g:g}{' (no hotspot, control)' if g == 0 else ''}: "
-                     + ", ".join(f"{p} {v:.2f}" for p, v in lead.items()))
-    return "; ".join(cells), f"{sum(wins)} of {len(wins)} hotspot peaks"
-
-
-def goals(m: dict[str, Part], z: Sizes, stpa: dict | None = None) -> list[list[str]]:
-    """DESIGN.md section 10, measured in this run (speed-ups paired by round; STPA from
-    ``stpa``, measured by :mod:`bench.stpa`)."""
-    air, pcs = m["aircraft"], m["pcs"]
-    air_seer = air.speedup(f"{z.air}-serial", f"{z.air}-seer(2)")
-    pcs_seer = pcs.speedup(f"{z.pcs}-serial", f"{z.pcs}-seer(2)")
-    hotspot_cells, hotspot_met = _hotspot_goal(m["pcs_hotspot"], z)
-    air_lead = _leads(air, z.air)
-    c = m["cost_sweep"]
-    at50 = config_name("bench", z.n_bench, 50, 2.0) + "-"
-    one = c.speedup(at50 + "serial", at50 + "seer(1)") if at50 + "serial" in c else None
-    o, empty = m["overhead"], config_name("empty", z.n_bench, 0, 2.0)
-    events = z.n_bench * 10  # events per step of EmptyModel(n, per_step=10)
-    per_event = 1e6 * o[f"{empty}-seer(1)"] / events
-    serial_event = 1e6 * o[f"{empty}-serial"] / events
-    return [
-        [f"Aircraft {z.n_air} UAVs ~{z.air_cost} µs: seer(2) / serial", ">= 1.85x (was 1.7x)",
-         f"{air_seer:.2f}x", _yes(air_seer >= 1.85)],
-        [f"PCS {z.n_pcs} cells, cost_us={z.pcs_cost:g} (~11 µs events since the recheck "
-         "rewrite; ~20 µs events: see Parallel efficiency): seer(2) / serial",
-         ">= 1.6x (was 1.25x)", f"{pcs_seer:.2f}x", _yes(pcs_seer >= 1.6)],
-        ["SEER vs `static`, `static-block`, `global`, `optimistic` under a moving hotspot "
-         "(PCS): time of the peer / time of seer(2)", "> 1 for all", hotspot_cells,
-         hotspot_met],
-        ["the same on Aircraft (moving clusters)", "> 1 for all",
-         ", ".join(f"{p} {v:.2f}" for p, v in air_lead.items()),
-         _yes(all(v > 1 for v in air_lead.values()))],
-        ["seer(1) / serial at 50 µs events", ">= 0.95x (overhead <= 5 %; was 10 %)",
-         "not measured in this mode" if one is None else f"{one:.2f}x",
-         "-" if one is None else _yes(one >= 0.95)],
-        ["time per event, empty handler, seer(1) (upper bound of the scheduler overhead)",
-         "<= 1 µs (was 3 µs)", f"{per_event:.2f} µs (serial {serial_event:.2f} µs)",
-         _yes(per_event <= 1)],
-        *stpa_goals(stpa),
-        ["parallel runs bit-identical to serial", "always",
-         "checked by the test suite (tests/sched) and by `seer demo`", "-"],
-    ]
-
-
-def _stpa_verdict(stpa: dict) -> tuple[dict, dict[str, dict], list[str]]:
-    """STPA's metrics, the baselines' and the baselines STPA does not beat on mean regret."""
+def _stpa(r: Results, g: dict) -> Reading | None:
+    stpa = r.stpa
+    if stpa is None:
+        return None
+    if g["measure"] == "preflight_share":
+        models = stpa["preflight"]["models"]
+        worst = max(models, key=lambda m: m["fraction"])
+        return worst["fraction"], worst["model"]
     methods = stpa["evaluation"]["methods"]
-    mine = methods["stpa"]
-    baselines = {k: v for k, v in methods.items() if k not in NOT_BASELINES}
-    behind = [k for k, v in baselines.items() if mine["regret_mean"] <= v["regret_mean"]]
-    return mine, baselines, behind
+    mine = methods["stpa"]["regret_mean"]
+    base = {k: v["regret_mean"] for k, v in methods.items() if k not in NOT_BASELINES}
+    best = max(base, key=base.__getitem__)
+    # the goal is two-fold: the target, and ahead of every baseline
+    return mine, f"best baseline {best} {100 * base[best]:.1f} %", mine > base[best]
 
 
-def stpa_goals(stpa: dict | None) -> list[list[str]]:
-    """The STPA rows of the goals table: regret (and against the baselines), preflight."""
-    if stpa is None:
-        missing = "not measured: run `python -m bench.stpa`"
-        return [["STPA choice vs best thread count of a full scan", ">= 95 %", missing, "-"],
-                ["STPA preflight (+ prediction)", f"<= {100 * PREFLIGHT_GOAL:g} % of a "
-                 f"{EPISODE_STEPS}-step episode", missing, "-"]]
-    mine, baselines, behind = _stpa_verdict(stpa)
-    ev, pre = stpa["evaluation"], stpa["preflight"]
-    n = len(ev["rows"])
-    best_other = max(baselines, key=lambda k: baselines[k]["regret_mean"])
-    vs = (f"; best baseline {best_other} {100 * baselines[best_other]['regret_mean']:.1f} %"
-          + (f"; not beaten: {', '.join(behind)}" if behind else "; beats every baseline"))
-    fractions = [r["fraction"] for r in pre["models"]]
-    return [
-        ["STPA (`bench.stpa`, its own run; see the STPA section) choice vs best thread "
-         "count of a full scan: mean regret (throughput at the choice / best), held out, and "
-         "better than every baseline",
-         f">= {100 * REGRET_GOAL:g} %, > baselines",
-         f"{100 * mine['regret_mean']:.1f} % (worst {100 * mine['regret_worst']:.1f} %) "
-         f"over {n} held-out preflights, {ev['folds']}-fold grouped{vs}",
-         _yes(mine["regret_mean"] >= REGRET_GOAL and not behind)],
-        [f"STPA preflight (+ prediction), share of a {EPISODE_STEPS}-step episode "
-         "(extrapolated from measured steps)", f"<= {100 * PREFLIGHT_GOAL:g} %",
-         "; ".join(f"{r['model']}: {100 * r['fraction']:.1f} %" for r in pre["models"]),
-         _yes(all(f <= PREFLIGHT_GOAL for f in fractions))],
-    ]
+def _memory(r: Results, g: dict) -> Reading | None:
+    mem = r.memory
+    if mem is None:
+        return None
+    key = "rss_peak" if g["other"] == "serial" else "tracemalloc_peak"
+    worst, at = 0.0, ""
+    for workload in sorted({row["workload"] for row in mem["rows"]}):
+        rows = {row["runtime"]: row for row in mem["rows"] if row["workload"] == workload}
+        v = rows[g["runtime"]][key] / rows[g["other"]][key]
+        if v > worst:
+            worst, at = v, workload
+    return worst, at
 
 
-# -- sections ------------------------------------------------------------------------------
-def _workloads(m: dict[str, Part], z: Sizes) -> list[str]:
-    return ["## Workloads (throughput / serial)", "",
-            *table(["workload", *ALL], [
-                [f"Aircraft {z.n_air} UAVs, ~{z.air_cost} µs",
-                 *ratios(m["aircraft"], z.air, ALL, spread=True)],
-                [f"PCS {z.n_pcs} cells, cost {z.pcs_cost} µs, hotspot 2",
-                 *ratios(m["pcs"], z.pcs, ALL, spread=True)]]), "",
-            f"Serial step: Aircraft {1e3 * m['aircraft'][f'{z.air}-serial']:.0f} ms, PCS "
-            f"{1e3 * m['pcs'][f'{z.pcs}-serial']:.0f} ms.", ""]
+def _marl_loop(r: Results, g: dict) -> Reading | None:
+    marl = r.marl_loop
+    if marl is None or g["workload"] not in marl["workloads"]:
+        return None
+    rows = {row["label"]: row for row in marl["workloads"][g["workload"]]["rows"]}
+    serial, mine = rows["serial"]["total"], rows[g["runtime"]]["total"]
+    return 1 - mine / serial, f"{1e3 * mine:.0f} ms against {1e3 * serial:.0f} ms"
 
 
-def _hotspot(m: dict[str, Part], z: Sizes) -> list[str]:
-    rows = [[f"{g:g}", *ratios(m["pcs_hotspot"], config_name("pcs", z.n_pcs, z.pcs_cost, g),
-                               PEERS, spread=True)] for g in z.gains]
-    return [f"## PCS under a moving hotspot ({z.n_pcs} cells, throughput / serial)", "",
-            *table(["hotspot peak", *PEERS], rows), ""]
+def _manycore(r: Results, g: dict) -> Reading | None:
+    data = r.manycore
+    if data is None:
+        return None
+    t = g["threads"]
+    if g["measure"] == "speedup":
+        rows = [row for row in data["points"]["scan"] if row["config_name"] == g["config"]]
+        serial = next((x for x in rows if x["runtime"] == "serial"), None)
+        mine = next((x for x in rows if x["runtime"] == "seer" and x["threads"] == t), None)
+        if serial is None or mine is None:
+            return None
+        rate = serial["steps_per_s"]
+        return mine["steps_per_s"] / rate, f"serial {rate:.2f} steps/s"
+    eff = (data.get("efficiency") or {}).get("workloads", {}).get(f"{g['workload']}@{t}")
+    if eff is not None:
+        share = eff["summary"].get(f"seer({t})", {}).get("of_ceiling")
+        return (share, f"speed-up {eff['summary'][f'seer({t})']['speedup']:.2f}") \
+            if share is not None else None
+    tax = data.get("tax")  # the first many-core run measured the ceiling with bench.tax
+    w = (tax or {}).get("workloads", {}).get(g["workload"])
+    at = (w or {}).get("by_threads", {}).get(str(t))
+    if at is None:
+        return None
+    med = statistics.median
+    seer_up = med(a / b for a, b in zip(at["serial"]["wall_s"], at["seer"]["wall_s"],
+                                        strict=True))
+    ceiling = med(t * a / b for a, b in zip(at["lone_thread"]["wall_s"],
+                                            at["threads"]["wall_s"], strict=True))
+    return seer_up / ceiling, f"seer {seer_up:.2f}x, ceiling {ceiling:.2f}x"
 
 
-def _cost_sweep(m: dict[str, Part], z: Sizes) -> list[str]:
-    rows = [[f"{c:g}", *ratios(m["cost_sweep"], config_name("bench", z.n_bench, c, 2.0),
-                               ALL[1:])] for c in z.costs]
-    return [f"## Cost sweep (BenchModel, {z.n_bench} entities, fanout 1)", "",
-            *table(["cost µs", *ALL[1:]], rows), ""]
+SOURCES: dict[str, Callable[[Results, dict], Reading | None]] = {
+    "efficiency": _efficiency, "pyperf": _pyperf, "stpa": _stpa, "memory": _memory,
+    "marl_loop": _marl_loop, "manycore": _manycore}
 
 
-def _complexity(m: dict[str, Part], z: Sizes) -> list[str]:
-    cx, part, rows = ["seer(2)", "static(2)", "global(2)"], m["pcs_complexity"], []
-    for c in z.pcs_costs:
-        k = config_name("pcs", z.n_pcs, c, 2.0)
-        rows.append([f"{c:g}", f"{1e3 * part[f'{k}-serial']:.0f}", *ratios(part, k, cx)])
-    return [f"## PCS complexity sweep ({z.n_pcs} cells, throughput / serial)", "",
-            *table(["cost_us", "serial ms", *cx], rows), ""]
-
-
-def _thread_scans(m: dict[str, Part], z: Sizes) -> list[str]:
-    s, p = m["thread_scan"], m["pcs_thread_scan"]
-    rows = [[str(t), *ratios(s, z.air, [label("seer", t), label("static", t)]),
-             *ratios(p, z.pcs, [label("seer", t)])] for t in z.scan]
-    return [f"## Thread scans (Aircraft {z.n_air} UAVs, PCS {z.n_pcs} cells; "
-            "throughput / serial)", "",
-            *table(["threads", "Aircraft seer", "Aircraft static", "PCS seer"], rows), ""]
-
-
-def _latency(m: dict[str, Part], z: Sizes) -> list[str]:
+def goal_rows(r: Results, goals: Sequence[dict] | None = None,
+              sources: Sequence[str] | None = None) -> list[list[str]]:
+    """One row per goal (of ``sources`` only, when given): text, target, measured, met."""
     rows = []
-    for title, part, workload, sweep, cost in (
-            ("Aircraft", "entity_sweep", "aircraft", z.air_sweep, z.air_cost),
-            ("PCS", "pcs_entity_sweep", "pcs", z.pcs_sweep, z.pcs_cost)):
-        e = m[part]
-        for n in sweep:
-            k = config_name(workload, n, cost, 2.0)
-            se, pa = e[f"{k}-serial"], e[f"{k}-seer(2)"]
-            rows.append([title, str(n), f"{1e3 * se:.0f}", f"{1e3 * pa:.0f}", f"{se / pa:.2f}"])
-    return ["## Step latency vs entity count", "",
-            *table(["workload", "entities", "serial ms", "seer(2) ms", "speed-up"], rows), ""]
+    for g in goals if goals is not None else load_goals():
+        if sources is not None and g["source"] not in sources:
+            continue
+        got = SOURCES[g["source"]](r, g)
+        target = f">= {g['at_least']:g}" if "at_least" in g else f"<= {g['at_most']:g}"
+        if got is None:
+            rows.append([g["text"], target, "not measured", "-"])
+            continue
+        value, detail = got[0], got[1]
+        ok = value >= g["at_least"] if "at_least" in g else value <= g["at_most"]
+        ok = ok and (len(got) < 3 or got[2])
+        rows.append([g["text"], target, f"{value:.2f} ({detail})" if detail else f"{value:.2f}",
+                     "yes" if ok else "**no**"])
+    return rows
 
 
-def _overhead(m: dict[str, Part], z: Sizes) -> list[str]:
-    o, empty = m["overhead"], config_name("empty", z.n_bench, 0, 2.0)
-    ev = z.n_bench * 10  # events per step of EmptyModel(n, per_step=10)
-    return [f"## Time per event with an empty handler (EmptyModel, {z.n_bench} entities, "
-            f"{ev} events per step, per-step outputs included)", "",
-            *table(["runtime", "µs per event"],
-                   [[x, f"{1e6 * o[f'{empty}-{x}'] / ev:.2f}"]
-                    for x in ("serial", "seer(1)", "seer(2)")]), ""]
+# -- the sections ------------------------------------------------------------------------------
+def break_even(points: Sequence[tuple[float, float]]) -> float | None:
+    """The event cost (µs, serial time per event) at which speed-up crosses 1, linear in
+    log(cost) between the two measured points around it; None if it does not cross."""
+    pts = sorted(points)
+    for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+        if y0 < 1 <= y1:
+            f = (1 - y0) / (y1 - y0)
+            return math.exp(math.log(x0) + f * (math.log(x1) - math.log(x0)))
+    return pts[0][0] if pts and pts[0][1] >= 1 else None
 
 
-def _load_balance(balance: dict[str, dict]) -> list[str]:
+def cost_points(r: Results, runtime: str = "seer(2)") -> list[tuple[float, float]]:
+    """(serial µs per event, speed-up of ``runtime``) for every measured configuration:
+    BenchModel's cost sweep (events per step: its ticks and pings, 2 per entity) and every
+    workload of the efficiency part that ran ``runtime``."""
+    pts = []
+    c, z = r.parts.get("cost_sweep"), r.z
+    if c is not None:
+        for cost in z.costs:
+            cfg = config_name("bench", z.n_bench, cost, 2.0)
+            if f"{cfg}-{runtime}" in c:
+                pts.append((1e6 * c[f"{cfg}-serial"] / (2 * z.n_bench),
+                            c.speedup(f"{cfg}-serial", f"{cfg}-{runtime}")))
+    for w in (r.efficiency or {}).get("workloads", {}).values():
+        if runtime in w["summary"] and w.get("serial_us_per_event"):
+            pts.append((w["serial_us_per_event"], w["summary"][runtime]["speedup"]))
+    return pts
+
+
+def _header(r: Results, run: dict, span: str) -> list[str]:
+    facts = (r.efficiency or {}).get("host", {}).get("interpreter", {})
+    capacity = run.get("capacity", [])
+    cap = (f"; host capacity {min(capacity):.2f}-{max(capacity):.2f} effective cores over "
+           "the rounds (2.00 is an idle 2-core machine)") if capacity else ""
+    return ["# Benchmark results", "",
+            f"`python -m bench.report` ({r.z.mode} mode) at commit {run.get('commit', '?')}, "
+            f"{span}; {facts.get('python', 'CPython')}, GIL "
+            f"{facts.get('GIL', '?')}, {facts.get('cores available', '?')} cores{cap}. "
+            "Ratios are paired by round: serial's time over the runtime's in each round, "
+            "the median over rounds. Goals: `bench/goals.toml`.", ""]
+
+
+def _goals(r: Results) -> list[str]:
+    return ["## Goals", "", *table(["goal", "target", "measured", "met"],
+                                   goal_rows(r, sources=[s for s in SOURCES
+                                                         if s != "manycore"])),
+            "", "Many-core goals: [RESULTS-manycore.md](RESULTS-manycore.md).", ""]
+
+
+def _cost(r: Results) -> list[str]:
+    c, z = r.parts.get("cost_sweep"), r.z
+    if c is None:
+        return []
+    names = [x for x in ALL[1:] if f"{config_name('bench', z.n_bench, 0, 2.0)}-{x}" in c]
+    rows = []
+    for cost in z.costs:
+        cfg = config_name("bench", z.n_bench, cost, 2.0)
+        rows.append([f"{cost:g}", f"{1e6 * c[f'{cfg}-serial'] / (2 * z.n_bench):.1f}",
+                     *[f"{c.speedup(f'{cfg}-serial', f'{cfg}-{x}'):.2f}" for x in names]])
+    even = break_even(cost_points(r))
+    even_text = (f"seer(2) breaks even with serial at about **{even:.1f} µs per event**"
+                 if even else "seer(2) did not break even in this run")
+    return ["## Speed-up by event cost", "",
+            f"BenchModel, {z.n_bench} entities; speed-up over serial. {even_text} (serial "
+            "time per event, interpolated over every measured configuration; "
+            "[figure](figures/when_seer_helps.png)).", "",
+            *table(["busy µs", "serial µs/event", *names], rows), ""]
+
+
+def _threads(r: Results) -> list[str]:
+    s, p, z = r.parts.get("thread_scan"), r.parts.get("pcs_thread_scan"), r.z
+    if s is None or p is None:
+        return []
+    rows = []
+    for t in z.scan:
+        cells = [str(t)]
+        for part, cfg, kinds in ((s, z.air, ("seer", "static", "optimistic")),
+                                 (p, z.pcs, ("seer", "optimistic"))):
+            for kind in kinds:
+                name = f"{cfg}-{label(kind, t)}"
+                cells.append(f"{part.speedup(f'{cfg}-serial', name):.2f}" if name in part
+                             else "-")
+        rows.append(cells)
+    return ["## Speed-up by thread count", "",
+            f"Aircraft {z.n_air} UAVs (~{z.air_cost} µs events) and PCS {z.n_pcs} cells; "
+            "on this 2-core host more threads than cores only add switching.", "",
+            *table(["threads", "Aircraft seer", "Aircraft static", "Aircraft optimistic",
+                    "PCS seer", "PCS optimistic"], rows), ""]
+
+
+def _peers(r: Results) -> list[str]:
     out = []
-    for workload, lb in balance.items():
-        a = lb["args"]
-        gain = f", hotspot peak {a['gain']:g}" if workload == "pcs" else ""
-        rows = [[label(r["kind"], r["threads"]), f"{r['wall_s']:.2f}",
-                 ", ".join(f"{c:.2f}" for c in r["cpu_s"]),
-                 ", ".join(str(e) for e in r["events"]),
-                 ", ".join(str(e) for e in r.get("steals", [])) or "-",
-                 f"{r['cpu_cv']:.3f}"] for r in lb["rows"]]
-        out += [f"## Load balance: {workload}, {a['entities']} entities{gain}, 2 threads, "
-                f"{a['steps']} steps", "",
-                *table(["runtime", "wall s", "CPU s per thread", "events per thread",
-                        "chunks stolen per thread", "CPU coefficient of variation"], rows), ""]
+    eff = r.efficiency
+    if eff is not None:
+        rows = []
+        for w in eff["workloads"].values():
+            s = w["summary"]
+            peers = {k: v["speedup"] for k, v in s.items()
+                     if k not in ("serial", "seer(1)", "seer(2)")}
+            best = max(peers, key=peers.__getitem__) if peers else None
+            share = s.get("seer(2)", {}).get("of_ceiling")
+            rows.append([w["title"], f"{w['serial_us_per_event']:.1f}",
+                         f"{s['seer(2)']['speedup']:.2f}", f"{s['seer(2)']['cpu_ratio']:.2f}",
+                         "-" if share is None else f"{share:.2f}",
+                         f"{best} {peers[best]:.2f}" if best else "-"])
+        out += ["## SEER and its peers, 2 threads", "",
+                f"`{eff['command']}`: {eff['rounds']} rounds of {eff['steps']} steps. *CPU*: "
+                "process CPU over serial's; *of ceiling*: speed-up over that of two "
+                "independent serial runs on two threads.", "",
+                *table(["workload", "serial µs/event", "seer(2) speed-up", "CPU",
+                        "of ceiling", "best peer"], rows), ""]
+    h, z = r.parts.get("pcs_hotspot"), r.z
+    if h is not None:
+        rows = [[f"{g:g}", *[f"{h.speedup(f'{cfg}-serial', f'{cfg}-{x}'):.2f}"
+                             for x in PEERS[1:]]]
+                for g in z.gains for cfg in [config_name("pcs", z.n_pcs, z.pcs_cost, g)]]
+        out += [f"PCS {z.n_pcs} cells under a moving hotspot (pyperf), speed-up over serial:",
+                "", *table(["hotspot peak", *PEERS[1:]], rows), ""]
     return out
 
 
-def _queues(q: Part) -> list[str]:
-    return ["## Queue structures and atomics paths (time per operation)", "",
-            *table(["benchmark", "median"],
-                   [[name, f"{v * 1e9:.0f} ns"] for name, v in q.items()]), ""]
-
-
-def _stpa(stpa: dict | None) -> list[str]:
-    """STPA: the evaluation table beside the paper's, the goals, the misses and the
-    preflight cost, with the commands that produced them."""
-    title = "## STPA: thread-count prediction and preflight cost"
-    if stpa is None:
-        return not_measured(title, "stpa")
-    ev, pre, data = stpa["evaluation"], stpa["preflight"], stpa["dataset"]
-    got = data.get("collected", {})
-    machine = got.get("machine", {})
-    cap = stpa.get("capacity", {})
-    t_max, n = int(ev["t_max"]), len(ev["rows"])
-    settings = stpa["settings"]
-    subset = (f" (a subset: {data['rows']} of its {data['rows_in_file']} rows)"
-              if data["rows"] != data.get("rows_in_file", data["rows"]) else "")
-    out = [title, "",
-           f"- Data set: `{data['path']}`{subset}, {data['configurations']} configurations "
-           f"in {data['groups']} groups, {data['rows']} preflights (rows), full scans "
-           f"T = 1..{t_max}; collected by `{got.get('command', 'seer stpa collect').strip()}`"
-           + (f" on {got['date']}" if "date" in got else "")
-           + (f", {machine['cores']} cores" if "cores" in machine else "") + ". A row's "
-           "label is the smallest T within "
-           f"{100 * got.get('tolerance', 0.03):g} % of the best median throughput.",
-           f"- Measured by `{stpa['command']}` on {stpa['date']} ({stpa['minutes']:.1f} "
-           f"minutes, code at commit {stpa.get('commit', 'unknown')}); parallel capacity "
-           + ", ".join(f"{k} {v:.2f}" for k, v in cap.items())
-           + " effective cores (of 2). The same evaluation: `seer stpa evaluate --folds "
-           f"{settings['folds']} --epochs {settings['epochs']} --seed {settings['seed']} "
-           "--out report.json`.", ""]
-    out += [f"### Held-out accuracy ({settings['folds']}-fold grouped by configuration "
-            f"group, {n} held-out preflights)", "",
-            *table(["method", "train MAE", "train MSE", "MAE", "MSE", "MAE (threads)",
-                    "MSE (threads²)", "mean regret", "worst regret", "paper's Table 1 MAE"],
-                   [[name, _opt(m, "train_mae"), _opt(m, "train_mse"), f"{m['mae']:.3f}",
-                     f"{m['mse']:.3f}", f"{m['mae_threads']:.2f}",
-                     f"{m['mse_threads']:.2f}", f"{m['regret_mean']:.3f}",
-                     f"{m['regret_worst']:.3f}",
-                     f"{stpa['paper_table_1'][name]:g}" if name in stpa["paper_table_1"]
-                     else "-"] for name, m in ev["methods"].items()]), "",
-            f"MAE and MSE are of T*/t_max (t_max = {t_max}), held out unless marked 'train' "
-            "(each fold's model scored on its own training rows); '(threads)' is the same error "
-            "in threads. Regret is the throughput at the chosen count over the best "
-            "throughput of that configuration's scan (medians of the scan's repeats): 1 is "
-            "the best choice. The oracle predicts the label itself; its regret is below 1 "
-            "where the label is a smaller count within the tolerance of the best. The "
-            "paper's Table 1 was measured on its own machines, data and thread ranges, so "
-            "its figures stand beside ours for orientation, not as a like-for-like "
-            "comparison.", ""]
-    mine, baselines, behind = _stpa_verdict(stpa)
-    ahead = [k for k in baselines if k not in behind]
-    by_mae = [k for k, v in baselines.items() if v["mae"] <= mine["mae"]]
-    regret_ok = mine["regret_mean"] >= REGRET_GOAL
-    out += ["### Goals", "",
-            f"- Mean regret >= {REGRET_GOAL:.2f}: STPA {mine['regret_mean']:.3f} "
-            f"(worst {mine['regret_worst']:.3f}): "
-            + ("met." if regret_ok else "**not met**."),
-            "- Better than every baseline (mean regret): "
-            + ("met, ahead of " + ", ".join(
-                f"{k} {baselines[k]['regret_mean']:.3f}" for k in ahead) + "."
-               if not behind else
-               "**not met**: not ahead of " + ", ".join(
-                   f"{k} ({baselines[k]['regret_mean']:.3f})" for k in behind)
-               + (f"; ahead of {', '.join(ahead)}." if ahead else ".")),
-            "- By MAE: " + ("STPA's is the lowest of all methods but the oracle."
-                            if not by_mae else "**not** the lowest: "
-                            + ", ".join(f"{k} {baselines[k]['mae']:.3f}" for k in by_mae)
-                            + f" against STPA's {mine['mae']:.3f}."), ""]
-    lost = [r for r in ev["rows"] if r.get("regret", 1.0) < REGRET_GOAL]
-    if lost:
-        by_name: dict[str, list[dict]] = {}
-        for r in lost:
-            by_name.setdefault(r["name"], []).append(r)
-        out += [f"Held-out preflights where STPA's choice loses more than "
-                f"{100 * (1 - REGRET_GOAL):g} % of the best throughput: {len(lost)} of {n}, "
-                f"in {len(by_name)} configurations (figure `stpa_choices.png`):", "",
-                *table(["configuration", "preflights", "best T", "STPA's T", "regret"],
-                       [[name, str(len(rs)), str(rs[0]["best"]),
-                         ", ".join(str(r["stpa"]) for r in rs),
-                         ", ".join(f"{r['regret']:.3f}" for r in rs)]
-                        for name, rs in by_name.items()]), ""]
+def memory_section(r: Results) -> list[str]:
+    mem = r.memory
+    if mem is None:
+        return []
+    runtimes = list(dict.fromkeys(row["runtime"] for row in mem["rows"]))
     rows = []
-    for r in pre["models"]:
-        rows.append([r["model"], str(r["probe"]), ", ".join(map(str, r["choices"])),
-                     f"{r['cost_s']:.2f}", f"{1e3 * r['mean_step_s']:.1f} (T={r['threads']})",
-                     f"{r['episode_s']:.1f}", f"{100 * r['fraction']:.1f} %",
-                     _yes(r["fraction"] <= PREFLIGHT_GOAL)])
-    k, steps = pre["repeats"], pre["steps"]
-    out += [f"### Preflight cost (goal: <= {100 * pre['goal']:g} % of a "
-            f"{pre['episode_steps']}-step episode)", "",
-            *table(["model", "probe T", "STPA's choice per preflight",
-                    f"choose_threads s (median of {k})",
-                    f"mean step ms at the choice ({steps} steps)",
-                    f"{pre['episode_steps']}-step episode s (extrapolated)",
-                    "preflight / episode", "met"], rows), "",
-            "`choose_threads(model)` runs the preflight (a fresh runtime at the probe count, "
-            "a warm-up step and 8 observed steps) and the prediction; its wall time is "
-            "divided by 200 times the mean step time of `seer` at the chosen count, timed "
-            f"over {steps} steps after a warm-up step. The episode time is extrapolated "
-            "from those steps, not measured. Loading the shipped predictor (once per "
-            f"process) took {pre['predictor_load_s']:.2f} s more and is not included. "
-            f"The machine has {stpa.get('cores', '?')} cores.", ""]
-    return out
+    for workload in dict.fromkeys(row["workload"] for row in mem["rows"]):
+        by = {row["runtime"]: row for row in mem["rows"] if row["workload"] == workload}
+        rows.append([workload, *[f"{by[x]['rss_peak'] / 2**20:.0f} / "
+                                 f"{by[x]['tracemalloc_peak'] / 2**20:.1f}" for x in runtimes]])
+    return ["## Memory", "", f"Peak RSS / peak traced allocations in MiB, {mem['steps']} "
+            "steps, each runtime in a fresh process (`python -m bench.memory`).", "",
+            *table(["workload", *runtimes], rows), ""]
 
 
-def pursuit(result: dict | None) -> list[str]:
-    """The pursuit port against PettingZoo: speed at the measured size, agreement of the
-    episode statistics (Welch), the command, and where the parallel runtimes are."""
-    title = "## Pursuit: the port against PettingZoo"
-    parallel = ("Parallel runtimes: the port's parallel runtimes at 256x256 / 1000 pursuers "
-                "/ 4000 evaders are measured with `python -m bench.bench_runtimes "
-                "--workload pursuit` (pyperf, side by side with serial); not yet part of "
-                "this report.")
-    if result is None:
-        return [*not_measured(title, "pursuit", "PettingZoo, the `marl` extra"), parallel,
-                ""]
-    sp, ag = result["speed"], result["agreement"]
-    size = sp["size"]
-    where = (f"{size['x_size']}x{size['y_size']}, {size['n_pursuers']} pursuers, "
-             f"{size['n_evaders']} evaders")
-    pz, port = sp["pettingzoo_s_per_step"], sp["port_serial_s_per_step"]
-    out = [title, "",
-           f"### Speed ({where})", "",
-           *table(["implementation", "ms per step", "steps timed (median)",
-                   "time / time of the port"],
-                  [["PettingZoo `pursuit_v5.parallel_env`", f"{1e3 * pz:.1f}",
-                    str(sp["pettingzoo_steps"]), f"{pz / port:.0f}x"],
-                   ["the port on `serial` "
-                    f"({sp['port_events_per_step']:.0f} events per step)",
-                    f"{1e3 * port:.2f}", str(sp["port_steps"]), "1x"]]), "",
-           "Simple timers (`time.perf_counter`), not pyperf: each figure is the median of "
-           "the timed steps after one warm-up step, random pursuer actions. PettingZoo's "
-           "catch check is O(evaders x pursuers) per step, so it gets only a few steps at "
-           "this size.", "", parallel, ""]
-    cfg = ag["config"]
-    rows = []
-    for key, st in ag["statistics"].items():
-        rows.append([PURSUIT_STATISTICS.get(key, key),
-                     f"{st['pettingzoo_mean']:.4g} ± {st['pettingzoo_sd']:.3g}",
-                     f"{st['port_mean']:.4g} ± {st['port_sd']:.3g}", f"{st['p']:.3g}",
-                     "yes" if st["p"] > AGREE_P else "**no**"])
-    agree = all(st["p"] > AGREE_P for st in ag["statistics"].values())
-    out += [f"### Agreement ({ag['episodes']} episodes each, {cfg['x_size']}x"
-            f"{cfg['y_size']}, {cfg['n_pursuers']} pursuers, {cfg['n_evaders']} evaders, "
-            f"catch by {cfg['n_catch']}{', surround' if cfg['surround'] else ''}, at most "
-            f"{cfg['max_cycles']} steps)", "",
-            *table(["statistic", "PettingZoo mean ± sd", "port mean ± sd", "Welch p",
-                    f"agree (p > {AGREE_P:g})"], rows), "",
-            "Both ran episodes with random pursuer actions (the same generator, seeded per "
-            "episode) and each implementation's own random evader moves and spawn cells: "
-            "PettingZoo's draws are not replayed, so the episodes differ and only their "
-            "statistics are compared, with Welch's t-test per statistic. "
-            + ("No statistic differs significantly at the 1 % level."
-               if agree else "**At least one statistic differs at the 1 % level.**")
-            + " The bit-for-bit lockstep check against PettingZoo (its draws replayed) "
-            "lives in `tests/workloads/test_pursuit.py`.", "",
-            f"Command: `{result.get('command', 'python -m bench.pursuit')}` (or `python -m "
-            "bench.report --only pursuit`).", ""]
-    return out
+def _others(r: Results) -> list[str]:
+    out = []
+    if r.stpa is not None:
+        m = r.stpa["evaluation"]["methods"]["stpa"]
+        out.append(f"- **STPA** (`threads=\"auto\"`, `python -m bench.stpa`): its choice "
+                   f"reaches {100 * m['regret_mean']:.1f} % of the best thread count's "
+                   f"throughput on held-out configurations (worst {100 * m['regret_worst']:.1f}"
+                   " %); [figure](figures/stpa_choices.png).")
+    if r.marl_loop is not None:
+        for key, w in r.marl_loop["workloads"].items():
+            rows = {row["label"]: row["total"] for row in w["rows"]}
+            if "seer(2)" in rows:
+                out.append(f"- **MARL loop** ({w['model']}, policy + step, "
+                           f"`python -m bench.marl_loop`): serial {1e3 * rows['serial']:.0f} "
+                           f"ms, seer(2) {1e3 * rows['seer(2)']:.0f} ms per step ({key}).")
+    if r.replicas is not None:
+        best = max(r.replicas["throughput"], key=lambda x: x["dask_replica_steps_per_s"])
+        out.append(f"- **Replicas on Dask** (`python -m bench.replicas`): {best['replicas']} "
+                   f"replicas x {best['threads']} threads, "
+                   f"{best['dask_replica_steps_per_s']:.0f} replica-steps/s against "
+                   f"{best['sequential_replica_steps_per_s']:.0f} in one process, "
+                   f"bit-identical: {'yes' if best['identical'] else 'NO'}.")
+    if r.pursuit is not None:
+        sp, ag = r.pursuit["speed"], r.pursuit["agreement"]
+        agree = all(s["agree"] for s in ag["statistics"].values())
+        out.append(f"- **Pursuit port** (`python -m bench.pursuit`): "
+                   f"{sp['speedup_port_over_pettingzoo']:.0f}x PettingZoo's step on serial; "
+                   f"episode statistics agree with PettingZoo's (Welch, p > 0.01): "
+                   f"{'yes' if agree else 'NO'}.")
+    return ["## Also measured", "", *out, ""] if out else []
 
 
-def _opt(metrics: dict, key: str) -> str:
-    """A metric that older result files may lack."""
-    return f"{metrics[key]:.3f}" if key in metrics else "-"
+def write_results(r: Results, figures: list[str], run: dict, span: str) -> str:
+    """The whole of RESULTS.md."""
+    out = [*_header(r, run, span), *_goals(r), *_cost(r), *_threads(r), *_peers(r),
+           *memory_section(r), *_others(r)]
+    out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
+                                         for f in figures), ""]
+    return "\n".join(out) + "\n"

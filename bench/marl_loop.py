@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PAPER", "PHASES", "draw", "main", "measure", "section"]
+__all__ = ["PAPER", "PHASES", "draw", "main", "measure", "summary"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "marl_loop.json"
@@ -118,7 +118,7 @@ class Loop:
                  threads: int | str, torch_threads: int, hidden: int) -> None:
         import torch
 
-        from bench.bench_runtimes import make_model
+        from bench.harness import make_model
         from examples.marl_policy import ActorCritic, spec_of
         from seer.marl import SeerParallelEnv
 
@@ -226,8 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tqdm import tqdm
 
-    from bench.bench_capacity import capacity_now
-    from bench.host import code_commit
+    from bench.harness import capacity_now, code_commit
     from bench.sizes import Sizes
 
     args = _parser().parse_args(argv)
@@ -266,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     result["gil_enabled"] = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print("\n".join(section(result)))
+    print("\n".join(summary(result)))
     print(f"[marl_loop] wrote {args.out} ({result['minutes']:.1f} minutes)")
     return 0
 
@@ -297,7 +296,7 @@ def _change(row: dict, base: dict) -> str:
 
 
 def _table(w: dict[str, Any]) -> list[str]:
-    from bench.markdown import table
+    from bench.harness import table
 
     base = w["rows"][0]
     rows = []
@@ -309,120 +308,21 @@ def _table(w: dict[str, Any]) -> list[str]:
                   "loop vs serial"], rows)
 
 
-def _find(w: dict[str, Any], label: str) -> dict | None:
-    return next((r for r in w["rows"] if r["label"] == label), None)
-
-
-def _headline(name: str, w: dict[str, Any]) -> list[str]:
-    """SEER's loop against serial and against the best 2-thread peer, beside the paper."""
-    base = w["rows"][0]
-    seer2 = _find(w, "seer(2)")
-    auto = next((r for r in w["rows"] if r["threads"] == "auto" and not r["torch_default"]),
-                None)
-    peers = [r for r in w["rows"] if r["runtime"] in ("static", "static-block", "global")]
-    best = min(peers, key=lambda r: r["total"]) if peers else None
-    cells = [name, _change(seer2, base) if seer2 else "-",
-             f"{_change(auto, base)} (T={auto['chosen_threads']})" if auto else "-",
-             f"{best['label']} {_change(best, base)}" if best else "-"]
-    ones = [r for r in w["rows"] if r["runtime"] == "seer" and not r["torch_default"]
-            and isinstance(r["threads"], int)]
-    cells.append(", ".join(f"T={r['threads']}: {_ms(r['total'])} ms" for r in ones) or "-")
-    env_share = seer2["phases"]["env"] / seer2["total"] if seer2 else float("nan")
-    cells.append(f"{100 * env_share:.0f} %")
-    return [*cells, PAPER[w["workload"]]]
-
-
-def section(result: dict | None) -> list[str]:
-    """Markdown lines of the MARL-loop part of RESULTS.md (``None``: not measured)."""
-    from bench.markdown import not_measured, table
-
-    title = "## The MARL loop end to end: batched policy inference + SEER stepping"
-    if result is None:
-        return not_measured(title, "marl_loop", "torch, the `stpa` extra, and PettingZoo, "
-                            "the `marl` extra")
-    ws = result["workloads"]
-    cap = result.get("capacity", {})
-    out = [title, "",
-           f"Per-step latency of a MAPPO rollout step: {result['rounds']} rounds of "
-           f"{result['steps']} timed steps after a warm-up step, medians over rounds of the "
-           "per-step mean; every runtime runs the same steps. Policy: shared actor + "
-           f"centralised critic, MLP width {result['hidden']}, one forward pass for all "
-           f"agents (torch {result['torch']}, CPU, 1 intra-op thread unless the row says "
-           "otherwise). `env execution` is the runtime running the step's events; "
-           "`obs/reward assembly` is every agent's `outputs()` (run on the runtime's "
-           "threads) plus stacking them into batch arrays; `torch<->numpy` is "
-           "`torch.from_numpy` and the actions back to numpy.", ""]
-    for w in ws.values():
-        out += [f"### {w['model']}: {w['agents']} agents, observation size {w['obs_dim']}",
-                "", *_table(w), ""]
-        auto = next((r for r in w["rows"] if r["threads"] == "auto"), None)
-        if auto:
-            out += [f"`seer(auto)`: STPA chose T={auto['chosen_threads']}; its preflight "
-                    f"took {auto['preflight_s']:.2f} s once, when the environment was made "
-                    "(not in the loop times).", ""]
-    out += ["### End-to-end loop latency against serial, next to the paper", "",
-            *table(["workload", "seer(2)", "seer(auto)", "best 2-thread peer",
-                    "seer loop by thread count", "env share of the seer(2) loop",
-                    "paper"],
-                   [_headline(name, w) for name, w in ws.items()]), "",
-            "Negative is faster. The paper's figures were measured on its own machines and "
-            "policies (with inference on an accelerator); here everything shares a CPU, so "
-            "they stand beside ours for orientation, not as a like-for-like comparison. "
-            "Once policy inference is batched into one forward pass it is a small part of "
-            "the loop at these sizes, so the loop follows the environment step.", ""]
-    out += _torch_threads(result)
-    if cap:
-        out += [f"Parallel capacity (2 x time on 1 thread / time on 2 threads): "
-                f"{cap.get('before', float('nan')):.2f} effective cores before, "
-                f"{cap.get('after', float('nan')):.2f} after; {result.get('cores', '?')} "
-                f"cores; load average {_load(result)}; {result.get('minutes', 0):.1f} "
-                f"minutes; commit {result.get('commit', '?')}.", ""]
-    out += [f"Command: `{result.get('command', 'python -m bench.marl_loop')}` (or `python -m "
-            "bench.report --only marl_loop`).", ""]
+def summary(result: dict) -> list[str]:
+    """Per workload, the latency breakdown of every loop, as text lines."""
+    out = []
+    for w in result["workloads"].values():
+        out += [f"{w['model']}: {w['agents']} agents, observation size {w['obs_dim']}", "",
+                *_table(w), ""]
     return out
-
-
-def _load(result: dict) -> str:
-    """The 1-minute load average before and after the run."""
-    load = result.get("load_average") or {}
-    if not isinstance(load, dict) or "before" not in load:
-        return "-"
-    return f"{load['before'][0]:.1f} before, {load['after'][0]:.1f} after"
-
-
-def _torch_threads(result: dict) -> list[str]:
-    lines, one_wins = [], []
-    for name, w in result["workloads"].items():
-        one, dflt = _find(w, "seer(2)"), next((r for r in w["rows"] if r["torch_default"]),
-                                              None)
-        if one and dflt:
-            one_wins.append(one["total"] <= TIE * dflt["total"])
-            lines.append(f"{name}: policy {_ms(one['phases']['policy'])} ms with 1 torch "
-                         f"thread, {_ms(dflt['phases']['policy'])} ms with "
-                         f"{dflt['torch_threads']}; env {_ms(one['phases']['env'])} against "
-                         f"{_ms(dflt['phases']['env'])} ms; loop {_ms(one['total'])} against "
-                         f"{_ms(dflt['total'])} ms")
-    if not lines:
-        return []
-    return ["### Torch's intra-op threads against SEER's (seer(2))", "",
-            *(f"- {line}." for line in lines), "",
-            "Torch's intra-op pool and SEER's workers compete for the same cores. "
-            + (f"In this run one torch thread gave a loop no more than {100 * (TIE - 1):.0f} "
-               "% longer than torch's default count (a tie on a shared machine) or a shorter "
-               "one on every workload: the policy is too small to gain from more threads, so "
-               "the example and this benchmark call `torch.set_num_threads(1)` and leave the "
-               "cores to SEER."
-               if all(one_wins) else
-               "**In this run torch's default count gave a loop more than "
-               f"{100 * (TIE - 1):.0f} % shorter on at least one workload**; the example and "
-               "this benchmark still use `torch.set_num_threads(1)` (fixed, for "
-               "reproducible training)."), ""]
 
 
 def draw(result: dict, figures: Path) -> list[str]:
     """A stacked-bar chart of the breakdown per workload; returns the file names."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
+    from bench.harness import save_figure
 
     ws = result["workloads"]
     fig = Figure(figsize=(5.0 * len(ws), 4.6), dpi=100)
@@ -445,11 +345,7 @@ def draw(result: dict, figures: Path) -> list[str]:
         if i == 0:
             ax.legend(fontsize=7)
     fig.suptitle("MARL inference loop: per-step latency breakdown", fontsize=10)
-    fig.tight_layout()
-    figures.mkdir(parents=True, exist_ok=True)
-    name = "marl_loop.png"
-    fig.savefig(figures / name)
-    return [name]
+    return save_figure(fig, figures, "marl_loop.png")
 
 
 if __name__ == "__main__":

@@ -30,8 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import platform
 import resource
 import shlex
 import subprocess
@@ -41,10 +39,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from bench.host import cpu_model
-from bench.markdown import not_measured
+from bench.harness import host_facts
 
-__all__ = ["PAPER", "RUNTIMES", "main", "measure_child", "section"]
+__all__ = ["PAPER", "RUNTIMES", "main", "measure_child"]
 
 HERE = Path(__file__).resolve().parent
 RUNTIMES = ["serial", "seer(2)", "static(2)", "global(2)", "executor(2)", "optimistic(2)"]
@@ -91,8 +88,7 @@ def measure_child(workload: str, entities: int, cost: float, runtime: str, steps
     """Run one episode of ``runtime`` on the workload in *this* process and return what
     it measured (call it in a fresh process: the peaks are process-wide)."""
     import seer
-    from bench.bench_runtimes import make_model
-    from bench.labels import parse_runtime
+    from bench.harness import make_model, parse_runtime
 
     kind, threads = parse_runtime(runtime)
     model = make_model(workload, entities, cost, 1)
@@ -137,23 +133,6 @@ def _run_child(workload: str, entities: int, cost: float, runtime: str, steps: i
 
 
 # -- the part (parent process) -----------------------------------------------------------------
-def host_facts() -> dict[str, Any]:
-    """Interpreter, GIL state, cores, CPU model, total memory."""
-    import seer
-    from seer.cli import interpreter_facts
-
-    total = None
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                total = int(line.split()[1]) * 1024
-    return {"interpreter": interpreter_facts(),
-            "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
-            "cores": seer.cpu_count(), "os_cpu_count": os.cpu_count(),
-            "cpu_model": cpu_model(), "mem_total": total,
-            "platform": platform.platform()}
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="write the JSON result here")
@@ -199,99 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n")
-    print("\n".join(section(result)))
+    from bench.markdown import Results, memory_section
+
+    print("\n".join(memory_section(Results(z, {}, memory=result))))
     return 0
 
 
 # -- RESULTS.md ---------------------------------------------------------------------------------
-def _mib(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x / MIB:.1f}" if abs(x) >= MIB else f"{x / MIB:.3f}"
-
-
-def _find(rows: list[dict], workload: str, runtime: str) -> dict | None:
-    return next((r for r in rows if r["workload"] == workload and r["runtime"] == runtime),
-                None)
-
-
-def section(result: dict | None) -> list[str]:
-    """Markdown lines of the memory part of RESULTS.md (``None``: not measured)."""
-    title = "## Memory per runtime"
-    if result is None:
-        return not_measured(title, "memory")
-    rows = result["rows"]
-    head = ["workload", "runtime", "RSS peak MiB", "RSS over base MiB",
-            "tracemalloc peak MiB", "traced / seer(2)", "rollback rate",
-            "state saved MiB"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        seer2 = _find(rows, r["workload"], "seer(2)")
-        ratio = (f"{r['tracemalloc_peak'] / seer2['tracemalloc_peak']:.2f}"
-                 if seer2 and seer2.get("tracemalloc_peak") else "-")
-        rate = f"{100 * r['rollback_rate']:.1f} %" if "rollback_rate" in r else "-"
-        saved = _mib(r["state_saving_bytes"]) if "state_saving_bytes" in r else "-"
-        name = {"aircraft": "Aircraft", "pcs": "PCS"}.get(r["workload"], r["workload"])
-        lines.append(f"| {name} {r['entities']} | {r['runtime']} | "
-                     f"{_mib(r.get('rss_peak'))} | {_mib(_over(r))} | "
-                     f"{_mib(r.get('tracemalloc_peak'))} | {ratio} | {rate} | {saved} |")
-    steps = result["steps"]
-    out = [title, "",
-           f"Peak memory over a fixed episode (`reset(0)` and {steps} steps), each runtime in "
-           "fresh processes: the resident-set high-water mark (`VmHWM`, reset after the "
-           "imports and the model were built, so it is the episode's peak; *over base* is "
-           "that peak less the RSS just before the runtime was built), and, in a second "
-           "process, the peak of tracemalloc's traced allocations from the runtime's "
-           "construction to the episode's end (numpy buffers included). `state saved` is "
-           "what the optimistic runtime copied into checkpoints over the episode (it keeps "
-           "one step's worth at most: fossil collection at each step's GVT).", "",
-           *lines, ""]
-    out += _paper(rows, result.get("paper", PAPER))
-    host = result.get("host", {})
-    out += [f"{host.get('cores', '?')} cores, {host.get('cpu_model', '?')}; "
-            f"{result.get('minutes', 0):.1f} minutes; {result.get('date', '')}.",
-            f"Command: `{result.get('command', 'python -m bench.memory')}` (or `python -m "
-            "bench.report --only memory`).", ""]
-    return out
-
-
-def _paper(rows: list[dict], paper: dict) -> list[str]:
-    """The paper's two memory claims beside the same ratios measured here."""
-    out = []
-    for w in sorted({r["workload"] for r in rows}):
-        seer2 = _find(rows, w, "seer(2)")
-        opt = _find(rows, w, "optimistic(2)")
-        static = _find(rows, w, "static(2)")
-        if not seer2:
-            continue
-        parts = []
-        if opt:
-            traced = opt["tracemalloc_peak"] / max(1, seer2["tracemalloc_peak"])
-            rss = _over(opt) / max(1, _over(seer2))
-            parts.append(f"optimistic / seer = {traced:.2f}x traced, {rss:.2f}x RSS over base "
-                         f"(paper: ROOT-Sim / SEER = {1 / paper['seer_over_rootsim']:.0f}x)")
-        if static:
-            traced = (seer2["tracemalloc_peak"] - static["tracemalloc_peak"]) / MIB
-            rss = (_over(seer2) - _over(static)) / MIB
-            parts.append(f"seer - static = {traced:+.1f} MiB traced, {rss:+.1f} MiB RSS over "
-                         f"base (paper: SEER - ROSS-T = +{paper['seer_minus_rosst_gb']:.2f} GB)")
-        if parts:
-            name = {"aircraft": "Aircraft", "pcs": "PCS"}.get(w, w)
-            out.append(f"- {name}: " + "; ".join(parts) + ".")
-    if out:
-        out += ["", "The paper's figures come from its own C runtimes and machines; here all "
-                "runtimes share one Python process layout (interpreter, numpy, the model's "
-                "state), so the differences are what each runtime adds: the optimistic "
-                "runtime's checkpoints (one `bytes` object per event: the entity's row and "
-                "its generator's raw state) and processed-event records up to the step's "
-                "GVT, against the conservative runtimes' queues. Fossil collection at every "
-                "step's end bounds that history to one step's events.", ""]
-    return out
-
-
-def _over(row: dict) -> int:
-    return max(0, row.get("rss_peak", 0) - row.get("rss_base", 0))
-
-
 if __name__ == "__main__":
     raise SystemExit(main())

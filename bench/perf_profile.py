@@ -41,7 +41,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.markdown import table
+from bench.harness import table
 
 __all__ = ["ProfileError", "attribute", "main", "measure", "perf_problem", "section"]
 
@@ -73,8 +73,7 @@ def perf_problem() -> str | None:
 def _child(setting: str, workload: str, entities: int, cost: float, threads: int,
            steps: int, out: str) -> None:
     import seer
-    from bench.bench_queues import on_threads
-    from bench.bench_runtimes import make_model
+    from bench.harness import make_model, on_threads
 
     def built(kind: str, n: int) -> tuple[seer.Runtime, list[Any]]:
         model = make_model(workload, entities, cost, 1)

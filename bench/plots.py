@@ -7,41 +7,89 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import seer
-from bench.bench_runtimes import config_name
-from bench.labels import label
-from bench.sizes import ALL, PEERS, Sizes
-from bench.stats import Part
+from bench.harness import ALL, PEERS, Part, config_name, label
+from bench.markdown import Results, break_even, cost_points
+from bench.sizes import Sizes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["draw"]
+__all__ = ["draw", "when_seer_helps"]
 
 #: one line of a plot: legend label, x values, y values
 Series = tuple[str, Sequence[float], Sequence[float]]
 
 
-def draw(m: dict[str, Part], balance: dict[str, dict], z: Sizes, where: Path,
-         stpa: dict | None = None) -> list[str]:
-    """Write every figure into ``where``; return their file names in report order.
-    ``stpa`` is ``bench/results/stpa.json`` (:mod:`bench.stpa`), None when not measured."""
+def draw(r: Results, where: Path) -> list[str]:
+    """Write every figure that has data into ``where``; return their file names."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    figures = {
-        "speedup_vs_threads.png": _thread_scan(m, z),
-        "throughput_vs_cost.png": _cost_sweep(m["cost_sweep"], z),
-        "latency_vs_entities.png": _latency(m, z),
-        "hotspot.png": _hotspot(m["pcs_hotspot"], z),
-        "cpu_per_thread.png": _cpu_per_thread(balance),
+    m, z = r.parts, r.z
+    makers = {
+        "when_seer_helps.png": lambda: when_seer_helps(r),
+        "speedup_vs_threads.png": lambda: _thread_scan(m, z),
+        "throughput_vs_cost.png": lambda: _cost_sweep(m["cost_sweep"], z),
+        "latency_vs_entities.png": lambda: _latency(m, z),
+        "hotspot.png": lambda: _hotspot(m["pcs_hotspot"], z),
+        "cpu_per_thread.png": lambda: _cpu_per_thread(r.balance),
+        "stpa_choices.png": lambda: _stpa_choices(r.stpa),
     }
-    if stpa is not None:
-        figures["stpa_choices.png"] = _stpa_choices(stpa)
-    for name, fig in figures.items():
+    needs = {"speedup_vs_threads.png": m.get("thread_scan") and m.get("pcs_thread_scan"),
+             "throughput_vs_cost.png": m.get("cost_sweep"),
+             "latency_vs_entities.png": m.get("entity_sweep") and m.get("pcs_entity_sweep"),
+             "hotspot.png": m.get("pcs_hotspot"), "cpu_per_thread.png": r.balance,
+             "stpa_choices.png": r.stpa, "when_seer_helps.png": cost_points(r)}
+    drawn = []
+    for name, make in makers.items():
+        if not needs[name]:
+            continue
+        fig = make()
         FigureCanvasAgg(fig)
         fig.tight_layout()
         fig.savefig(where / name)
-    return list(figures)
+        drawn.append(name)
+    return drawn
+
+
+def manycore_points(manycore: dict | None, threads: int = 16) -> list[tuple[float, float]]:
+    """(serial µs per event, seer(threads) speed-up) of every scanned configuration of a
+    many-core study."""
+    pts = []
+    rows = (manycore or {}).get("points", {}).get("scan", [])
+    for name in dict.fromkeys(row["config_name"] for row in rows):
+        of = {(x["runtime"], x["threads"]): x for x in rows if x["config_name"] == name}
+        serial, mine = of.get(("serial", 1)), of.get(("seer", threads))
+        if serial and mine and serial.get("events_per_step"):
+            us = 1e6 / serial["steps_per_s"] / serial["events_per_step"]
+            pts.append((us, mine["steps_per_s"] / serial["steps_per_s"]))
+    return pts
+
+
+def when_seer_helps(r: Results) -> Figure:
+    """The README's figure: speed-up over serial against the serial time per event, SEER
+    on 2 threads (this host) and on 16 (the many-core study), with the break-even."""
+    fig = _new_figure(6.0, 3.9)
+    ax = fig.add_subplot()
+    two = sorted(cost_points(r, "seer(2)"))
+    many = sorted(manycore_points(r.manycore))
+    ax.plot(*zip(*two, strict=True), "o-", color="C0", label="seer(2), 2 cores")
+    if many:
+        ax.plot(*zip(*many, strict=True), "s--", color="C3", label="seer(16), 16 cores")
+    ax.axhline(1.0, color="0.3", lw=1, label="serial")
+    even = break_even(two)
+    if even:
+        ax.axvline(even, color="C0", lw=0.6, ls=":")
+        ax.annotate(f"break-even ~{even:.1f} µs", (even, 1.0), textcoords="offset points",
+                    xytext=(6, -14), fontsize=8, color="C0")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("serial time per event (µs)")
+    ax.set_ylabel("speed-up over serial")
+    ax.set_title("When SEER helps: events that cost a few µs or more", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(color="0.9", lw=0.5, which="both")
+    return fig
 
 
 def _lines(ax: Axes, series: list[Series], *, xlabel: str, ylabel: str, title: str,

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.harness import host_facts
+
 RESULTS = Path(__file__).parent / "results" / "replicas.json"
 TINY = ("workloads.synthetic:BenchModel", {"n_entities": 4, "cost_us": 0.0})
 
@@ -191,17 +193,6 @@ def profiler(spec: str, kwargs: dict, k: int, threads: int, steps: int,
             "profiler_on_s": s["on"]}
 
 
-def host() -> dict[str, str]:
-    """``seer info``'s facts (interpreter, GIL, cores, package versions) and the load."""
-    import os
-
-    from seer.cli import interpreter_facts
-
-    facts = interpreter_facts()
-    facts["load average (1, 5, 15 min)"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return facts
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (seconds)")
@@ -232,7 +223,6 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"model": {"spec": spec, "kwargs": kwargs},
                               "steps": args.steps, "throughput": [], "overhead": None,
                               "profiler": None}
-    load_before = host()["load average (1, 5, 15 min)"]
     with tqdm(total=total, desc="bench.replicas", unit="step", file=sys.stderr) as bar:
         for k, t in configs:
             bar.set_postfix_str(f"{k} replicas x {t} threads")
@@ -244,82 +234,32 @@ def main(argv: list[str] | None = None) -> int:
             result["profiler"] = profiler(spec, kwargs, *profile, args.steps, bar)
     words = sys.argv[1:] if argv is None else list(argv)
     result["command"] = shlex.join(["python", "-m", "bench.replicas", *words])
-    result["host"] = host()
-    result["host"]["load average before"] = load_before
+    result["host"] = host_facts()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=float))
-    print("\n".join(section(result)))
+    print("\n".join(summary(result)))
     print(f"wrote {out}")
     return 0
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f}"
+def summary(result: dict) -> list[str]:
+    """The throughput rows and the round trip's cost, as text lines."""
+    from bench.harness import table
 
-
-def section(result: dict | None) -> list[str]:
-    """The report's section: throughput table, round-trip overhead, profiler, notes."""
-    from bench.markdown import not_measured, table
-
-    title = "## More than one machine: replicas on Dask"
-    if result is None:
-        return not_measured(title, "replicas", "the `distributed` extra")
-    m = result["model"]
-    model = f"`{m['spec'].split(':')[1]}({', '.join(f'{a}={v}' for a, v in m['kwargs'].items())})`"
-    facts = result.get("host", {})
-    cores = facts.get("cores available", "?")
-    load = facts.get("load average before", "?").split()[0]
-    rows = []
-    for r in result["throughput"]:
-        k = r["replicas"]
-        rows.append([f"{k} x {r['threads']}", f"{r['one_runtime_steps_per_s']:.1f}",
-                     f"{r['sequential_replica_steps_per_s']:.1f}",
-                     f"{r['dask_replica_steps_per_s']:.1f}",
-                     f"{r['dask_replica_steps_per_s'] / r['sequential_replica_steps_per_s']:.2f}",
-                     "yes" if r["identical"] else "**NO**"])
-    out = [title, "",
-           f"{model} per replica, `seer` runtime; {result['steps']} timed steps after one "
-           f"warm-up, median, the three ways taking turns step by step; this host has "
-           f"{cores} cores (1-minute load average {load} when the run began). On 2 cores the "
-           "point of these figures is the overhead and the correctness, not the speed: the "
-           "K worker processes share the same two cores that the in-process runtimes use "
-           "one after another, so Dask can at best match them here; the gain needs K x T "
-           "cores, on one machine or several.",
-           "",
-           *table(["replicas x threads", "one runtime, steps/s",
-                   "K in-process one after another, replica-steps/s",
-                   "K on Dask (LocalCluster), replica-steps/s", "Dask / in-process",
-                   "bit-identical"], rows), ""]
-    o = result.get("overhead")
-    if o:
-        out += ["### The Dask round trip", "",
-                *table(["replicas", "in-process batch, ms", "Dask, direct to workers, ms",
-                        "Dask, via the scheduler, ms", "overhead direct, ms",
-                        "overhead via scheduler, ms"],
-                       [[str(o["replicas"]), _ms(o["in_process_s"]), _ms(o["dask_direct_s"]),
-                         _ms(o["dask_via_scheduler_s"]), _ms(o["overhead_direct_s"]),
-                         _ms(o["overhead_via_scheduler_s"])]]), "",
-                f"With a tiny model ({o['model']}) a step costs microseconds, so the "
-                "difference is what Dask adds per batch (pickling actions and outputs, one "
-                "TCP round trip per replica, the actor thread's hand-off). `ReplicaEnvs`' "
-                "embedded cluster sends calls straight to the workers; with a client of your "
-                "own pass `Client(address, direct_to_workers=True)` to do the same.", ""]
-    p = result.get("profiler")
-    if p:
-        out += ["### Dask's profiler", "",
-                *table(["worker profiler", "ms per batch"],
-                       [["off (ReplicaEnvs' setting)", _ms(p["profiler_off_s"])],
-                        ["on (Dask's default)", _ms(p["profiler_on_s"])]]), "",
-                f"{p['replicas']} replicas x {p['threads']} threads, two clusters stepped "
-                "in turns. Dask's statistical profiler samples every thread's stack every "
-                "10 ms with `sys._current_frames()`, which on free-threaded CPython pauses "
-                "all threads of the worker for the sample; `ReplicaEnvs` turns it off on "
-                "the workers it starts (`seer.distributed.WORKER_CONFIG`) because nothing "
-                "reads those profiles. Whether the pauses show at this size is what the "
-                "two rows say.", ""]
-    out += [f"Command: `{result.get('command', 'python -m bench.replicas')}` (or "
-            "`python -m bench.report --only replicas`).", ""]
+    rows = [[f"{r['replicas']} x {r['threads']}", f"{r['one_runtime_steps_per_s']:.1f}",
+             f"{r['sequential_replica_steps_per_s']:.1f}", f"{r['dask_replica_steps_per_s']:.1f}",
+             "yes" if r["identical"] else "NO"] for r in result["throughput"]]
+    out = table(["replicas x threads", "one runtime, steps/s", "K in turn, replica-steps/s",
+                 "K on Dask, replica-steps/s", "bit-identical"], rows)
+    if result.get("overhead"):
+        o = result["overhead"]
+        out.append(f"round trip: {1e3 * o['overhead_direct_s']:.2f} ms per batch direct to "
+                   f"the workers, {1e3 * o['overhead_via_scheduler_s']:.2f} ms via the scheduler")
+    if result.get("profiler"):
+        p = result["profiler"]
+        out.append(f"worker profiler off {1e3 * p['profiler_off_s']:.2f} ms, on "
+                   f"{1e3 * p['profiler_on_s']:.2f} ms per batch")
     return out
 
 
@@ -327,6 +267,8 @@ def draw(result: dict, figures: Path) -> list[str]:
     """Replica-steps per second per configuration: one runtime, K in turn, K on Dask."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
+    from bench.harness import save_figure
 
     rows = result["throughput"]
     if not rows:
@@ -348,11 +290,7 @@ def draw(result: dict, figures: Path) -> list[str]:
     top = max(r[key] for r in rows for _label, key in series)
     ax.set_ylim(0, 1.35 * top)  # room for the legend above the bars
     ax.legend(fontsize=8, loc="upper center", ncols=3)
-    fig.tight_layout()
-    figures.mkdir(parents=True, exist_ok=True)
-    name = "distributed.png"
-    fig.savefig(figures / name)
-    return [name]
+    return save_figure(fig, figures, "distributed.png")
 
 
 if __name__ == "__main__":

@@ -7,50 +7,37 @@
     .venv/bin/python -m bench.report --only pursuit   # the port against PettingZoo
     .venv/bin/python -m bench.report --manycore DIR   # the many-core study's files (below)
 
-Every part is a pyperf benchmark file in ``bench/results`` that records interpreter, GIL
-state, cores and package versions, and that ``python -m pyperf compare_to`` can read:
+The pyperf parts, each a file in ``bench/results`` that records interpreter, GIL state,
+cores and package versions (``python -m pyperf compare_to`` reads them), run in rounds:
 
 * ``cost_sweep``: BenchModel, 1600 entities, 0/10/50/200 µs events, every runtime;
-* ``aircraft``, ``pcs``: Aircraft 800 UAVs ~200 µs and PCS 1600 cells ~20 µs, every runtime;
 * ``pcs_hotspot``: PCS under a moving hotspot of peak 0/2/4/8, SEER against the peers;
-* ``pcs_complexity``, ``pcs_entity_sweep``, ``entity_sweep``: PCS and Aircraft sizes;
 * ``thread_scan``, ``pcs_thread_scan``: T = 1, 2, 3, 4, 6, 8 (and up to twice the cores);
-* ``overhead``: EmptyModel, scheduler cost per event;
-* ``capacity``: how many cores the machine delivered while the others ran;
-* ``queues``: queue structures and atomics paths (pyperf-calibrated, once);
-* ``load_balance*.json``: per-thread CPU time and events (plain timing).
-* ``stpa.json``: STPA's held-out accuracy and regret, and the preflight's cost
-  (:mod:`bench.stpa`, once, not in rounds).
-* ``efficiency.json``: speed-up and CPU time of every runtime, side by side, with the
-  scaling goals for plain-Python handlers (:mod:`bench.efficiency`, once).
-* ``sharing.json``: what handler operations cost on 1 thread and beside a second one
-  (:mod:`bench.sharing` over the pyperf suite :mod:`bench.bench_sharing`, once).
-* ``memory.json``: peak memory of a fixed episode per runtime, each in a fresh process
-  (:mod:`bench.memory`, once).
-* ``marl_loop.json``: the MARL inference loop end to end, its latency broken down
-  (:mod:`bench.marl_loop`, once; needs torch and PettingZoo).
-* ``replicas.json``: environment replicas on a local Dask cluster against stepping them
-  in one process, and the round trip's overhead (:mod:`bench.replicas`, once; skipped
-  without the ``distributed`` extra).
-* ``pursuit.json``: the pursuit port against PettingZoo's own implementation, speed and
-  agreement of episode statistics (:mod:`bench.pursuit`, once, not in rounds; skipped
-  when PettingZoo, the ``marl`` extra, is not installed).
+* ``entity_sweep``, ``pcs_entity_sweep``: step latency against the entity count;
+* ``overhead``: EmptyModel, the scheduler's cost per event.
 
-A shared machine's speed drifts, so the parts run in *rounds*: round r runs one pyperf
-process of every part, then round r+1 appends to the same files (``--append``). Every
-runtime is therefore timed across the whole run, and speed-ups are taken within each
-round (against serial timed minutes earlier) and then the median over rounds. The
-workloads evolve (clusters and the hotspot move), so every value times the same steps: a
-fixed number of loops after a reset and one warm-up step.
+The once-run parts, each its own module writing one JSON file: ``efficiency`` (every
+runtime side by side, with the ceiling), ``memory``, ``marl_loop`` (needs torch and
+PettingZoo), ``replicas`` (needs the ``distributed`` extra), ``stpa``, ``pursuit`` (needs
+PettingZoo), and ``load_balance_*`` (per-thread CPU). The many-core study's files, when
+present in ``bench/results/manycore``, add the 16-thread points to the figures.
 
-This module runs the parts and writes the report; :mod:`bench.sizes` says what each mode
-measures, :mod:`bench.stats` reads the files, :mod:`bench.plots` draws the figures and
-:mod:`bench.markdown` writes the text.
+A shared machine's speed drifts, so the pyperf parts run in *rounds*: round r runs one
+pyperf process of every part, then round r+1 appends to the same files (``--append``), and
+speed-ups are taken within each round and then the median over rounds. The host's capacity
+is measured before each round (``run.json``). The workloads evolve (clusters and the
+hotspot move), so every value times the same steps: a fixed number of loops after a reset
+and one warm-up step.
+
+This module runs the parts; :mod:`bench.sizes` says what each mode measures,
+:mod:`bench.markdown` writes the text with the goals of ``bench/goals.toml``, and
+:mod:`bench.plots` draws the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import json
 import shlex
@@ -60,12 +47,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.host import code_commit
-from bench.labels import label
-from bench.markdown import write_results
+from bench.harness import ALL, PEERS, Part, capacity_now, code_commit, label, load, run_span
+from bench.markdown import Results, write_results
 from bench.plots import draw
-from bench.sizes import ALL, PEERS, Sizes
-from bench.stats import Part, load, run_span
+from bench.sizes import Sizes
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -76,11 +61,9 @@ BALANCE_WORKLOADS = ("aircraft", "pcs")
 #: optionally ``draw(result, figures) -> file names``: name -> (modules needed to run it,
 #: arguments by mode).
 ONCE_PARTS: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {
-    "efficiency": ((), {"smoke": ["--smoke"], "fast": [],
-                        "full": ["--steps", "6", "--rounds", "5"]}),
-    "sharing": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--full"]}),
+    "efficiency": ((), {"smoke": ["--smoke"], "fast": ["--rounds", "3"],
+                        "full": ["--steps", "8", "--rounds", "9"]}),
     "memory": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--full"]}),
-    "tax": ((), {"smoke": ["--smoke"], "fast": [], "full": ["--rounds", "5"]}),
     "marl_loop": (("torch", "pettingzoo"), {"smoke": ["--smoke"], "fast": [],
                                             "full": ["--full"]}),
     "replicas": (("distributed",), {"smoke": ["--smoke"], "fast": [],
@@ -98,15 +81,8 @@ def jobs(z: Sizes) -> dict[str, tuple[str, list[str]]]:
     return {
         "cost_sweep": (bench, ["--entities", str(z.n_bench), *z.loops, "--costs",
                                *map(str, z.costs), "--runtimes", *ALL]),
-        "aircraft": (bench, [*air, "--entities", str(z.n_air), "--costs", str(z.air_cost),
-                             "--runtimes", *ALL]),
-        "pcs": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs", str(z.pcs_cost),
-                        "--runtimes", *ALL]),
         "pcs_hotspot": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs", str(z.pcs_cost),
                                 "--gains", *map(str, z.gains), "--runtimes", *PEERS]),
-        "pcs_complexity": (bench, [*pcs, "--entities", str(z.n_pcs), "--costs",
-                                   *map(str, z.pcs_costs), "--runtimes", "serial", "seer(2)",
-                                   "static(2)", "global(2)"]),
         "pcs_entity_sweep": (bench, [*pcs, "--entities", *map(str, z.pcs_sweep), "--costs",
                                      str(z.pcs_cost), "--runtimes", "serial", "seer(2)"]),
         "thread_scan": (bench, [*air, "--entities", str(z.n_air), "--costs", str(z.air_cost),
@@ -121,7 +97,6 @@ def jobs(z: Sizes) -> dict[str, tuple[str, list[str]]]:
                                  str(z.air_cost), "--runtimes", "serial", "seer(2)"]),
         "overhead": (bench, ["--workload", "empty", *z.loops, "--entities", str(z.n_bench),
                              "--costs", "0", "--runtimes", "serial", "seer(1)", "seer(2)"]),
-        "capacity": ("bench.bench_capacity", []),
     }
 
 
@@ -138,11 +113,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.manycore is not None:
-        from bench.manycore import READING as READING_MANYCORE
         from bench.manycore import render as render_manycore
 
-        render_manycore(args.manycore, HERE / "RESULTS-manycore.md", FIGURES,
-                        READING_MANYCORE)
+        render_manycore(args.manycore, HERE / "RESULTS-manycore.md", FIGURES)
         print(f"[report] wrote {HERE / 'RESULTS-manycore.md'}")
         return
     results = args.out or (Path(tempfile.mkdtemp(prefix="seer-bench-smoke-")) if args.smoke
@@ -155,15 +128,15 @@ def main(argv: list[str] | None = None) -> None:
     z = Sizes(mode)
     started = time.time()
     parts = jobs(z)
-    known = {*parts, "queues", "balance", "stpa", "pursuit", *ONCE_PARTS}
+    known = {*parts, "balance", "stpa", "pursuit", *ONCE_PARTS}
     wanted = set(args.only) if args.only else None
     if wanted and not wanted <= known:
         parser.error(f"unknown parts {sorted(wanted - known)}; choose from {sorted(known)}")
     if not args.plots_only:
+        capacity = run_parts(z, parts, results, wanted)
         if wanted is None or wanted & set(parts):  # the round parts say which code they ran
-            record_run(z, results)
-        run_parts(z, parts, results, wanted)
-    text = render(z, [*parts, "queues"], results, results if separate else FIGURES)
+            record_run(z, results, capacity)
+    text = render(z, list(parts), results, results if separate else FIGURES)
     print(f"[report] {time.time() - started:.0f} s", flush=True)
     target = results / "RESULTS.md" if separate else HERE / "RESULTS.md"
     target.write_text(text)
@@ -181,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="redraw figures and RESULTS.md from bench/results")
     parser.add_argument("--only", nargs="+", default=None, metavar="PART",
                         help="re-run only these parts (names of the result files, plus "
-                        "'queues', 'balance', 'stpa', 'pursuit' and "
+                        "'balance', 'stpa', 'pursuit' and "
                         f"{', '.join(repr(n) for n in ONCE_PARTS) or 'none'}), reuse the other "
                         "result files")
     parser.add_argument("--manycore", type=Path, default=None, metavar="DIR",
@@ -192,52 +165,55 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
-    """Draw the figures into ``figures`` and return the text of RESULTS.md, from the result
-    files ``names`` (and the load-balance and run files) in ``results``."""
-    parts = {name: Part(load(results / f"{name}.json")) for name in names}
-    balance = {w: json.loads((results / f"load_balance_{w}.json").read_text())
-               for w in BALANCE_WORKLOADS}
-    stpa_file = results / "stpa.json"  # absent from result sets older than bench.stpa
-    stpa = json.loads(stpa_file.read_text()) if stpa_file.exists() else None
-    pursuit_file = results / "pursuit.json"  # absent from result sets older than it
-    pursuit = json.loads(pursuit_file.read_text()) if pursuit_file.exists() else None
-    figures.mkdir(exist_ok=True)
-    drawn = draw(parts, balance, z, figures, stpa)
-    extra: list[str] = []
-    for name in ONCE_PARTS:
-        module = importlib.import_module(f"bench.{name}")
+    """Draw the figures into ``figures`` and return the text of RESULTS.md, from the
+    pyperf files ``names`` and the once-run parts' files in ``results``; a part whose file
+    is missing reads as not measured."""
+    from bench.manycore import load_results as load_manycore
+
+    def once(name: str) -> dict | None:
         file = results / f"{name}.json"
-        result = json.loads(file.read_text()) if file.exists() else None
-        extra += module.section(result)
-        if result is not None and hasattr(module, "draw"):
-            drawn += module.draw(result, figures)
+        return json.loads(file.read_text()) if file.exists() else None
+
+    parts = {name: Part(load(results / f"{name}.json")) for name in names
+             if (results / f"{name}.json").exists()}
+    balance = {w: once(f"load_balance_{w}") for w in BALANCE_WORKLOADS}
+    manycore = results / "manycore"
+    r = Results(z, parts, balance={k: v for k, v in balance.items() if v} or None,
+                manycore=load_manycore(manycore) if manycore.is_dir() else None,
+                **{name: once(name) for name in ("stpa", "pursuit", *ONCE_PARTS)})
+    figures.mkdir(exist_ok=True)
+    drawn = draw(r, figures)
+    for name in ONCE_PARTS:  # the parts that draw figures of their own
+        module = importlib.import_module(f"bench.{name}")
+        if getattr(r, name) is not None and hasattr(module, "draw"):
+            drawn += module.draw(getattr(r, name), figures)
     run_file = results / "run.json"
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
-    span = run_span(results / f"{name}.json" for name in names)
-    return write_results(parts, balance, z, drawn, run, span, stpa, pursuit, extra)
+    span = run_span(results / f"{name}.json" for name in parts)
+    return write_results(r, drawn, run, span)
 
 
-def record_run(z: Sizes, results: Path) -> None:
-    """The commit being measured and the mode."""
-    (results / "run.json").write_text(json.dumps({"commit": code_commit(),
-                                                  "mode": z.mode}) + "\n")
+def record_run(z: Sizes, results: Path, capacity: list[float] | None = None) -> None:
+    """The commit being measured, the mode and the host's capacity before each round."""
+    (results / "run.json").write_text(json.dumps({"commit": code_commit(), "mode": z.mode,
+                                                  "capacity": capacity or []}) + "\n")
 
 
 def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
-              wanted: set[str] | None) -> None:
-    """Run the ``wanted`` parts (all when None) in rounds, then queues and load balance."""
+              wanted: set[str] | None) -> list[float]:
+    """Run the ``wanted`` parts (all when None) in rounds, then queues, load balance and the
+    once-run parts; return the host's capacity measured before each round."""
     chosen = {k: v for k, v in parts.items() if wanted is None or k in wanted}
     for name in chosen:
         (results / f"{name}.json").unlink(missing_ok=True)
+    capacity = []
     for r in range(z.rounds if chosen else 0):
-        print(f"[report] round {r + 1} of {z.rounds}", flush=True)
+        capacity.append(capacity_now())
+        print(f"[report] round {r + 1} of {z.rounds} (capacity {capacity[-1]:.2f})",
+              flush=True)
         for name, (module, extra) in chosen.items():
             out = results / f"{name}.json"
             pyperf_run(module, extra, out, z.per_round, append=out.exists())
-    if wanted is None or "queues" in wanted:
-        out = results / "queues.json"
-        out.unlink(missing_ok=True)
-        pyperf_run("bench.bench_queues", [], out, z.queues, append=False)
     if wanted is None or "balance" in wanted:
         run_load_balance(z, results)
     if wanted is None or "stpa" in wanted:
@@ -247,6 +223,7 @@ def run_parts(z: Sizes, parts: dict[str, tuple[str, list[str]]], results: Path,
     for name in ONCE_PARTS:
         if wanted is None or name in wanted:
             run_once(name, z, results)
+    return capacity
 
 
 def run_stpa(z: Sizes, results: Path) -> None:

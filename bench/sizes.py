@@ -7,7 +7,7 @@ Runtimes are written as in :mod:`bench.labels` (``seer(2)``); benchmark names ar
 from __future__ import annotations
 
 import seer
-from bench.bench_runtimes import config_name
+from bench.harness import config_name
 
 __all__ = ["ALL", "PEERS", "Sizes"]
 

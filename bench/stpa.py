@@ -19,7 +19,7 @@ Two measurements, written to ``bench/results/stpa.json`` (RESULTS.md is drawn fr
   step. The cost is given as a fraction of a 200-step episode, whose time is
   *extrapolated* from the measured steps (200 x the mean step time).
 
-The host's parallel capacity (:mod:`bench.bench_capacity`'s loop, 1 against 2 threads) is
+The host's parallel capacity (:func:`seer.benchmark.capacity_now`, 1 against 2 threads) is
 measured before the evaluation and before and after the preflights.
 """
 
@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 import seer
-from bench.bench_capacity import capacity_now
-from bench.bench_runtimes import make_model
+from bench.harness import capacity_now, make_model
 from bench.sizes import Sizes
 
 __all__ = ["EPISODE_STEPS", "PREFLIGHT_GOAL", "REGRET_GOAL", "main", "measure_preflight",
@@ -194,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         args.preflight_json.write_text(json.dumps(preflight_costs(z, args.repeats,
                                                                   args.steps)))
         return
-    from bench.report import code_commit
+    from bench.harness import code_commit
     from seer.stpa.dataset import load_dataset
     from seer.stpa.train import PAPER_TABLE_1
 

@@ -105,39 +105,12 @@ def test_report_flags_a_state_that_differs_from_serial(smoke, tmp_path):
     assert "**1 of" in text and "differs from serial's**: scan pcs-n64-c2-g2 global(2)" in text
 
 
-def test_report_includes_a_reading_only_under_the_sessions_it_names(smoke, tmp_path):
-    (session,) = smoke.glob("session-*.json")
-    reading = tmp_path / "READING-manycore.md"
-    reading.write_text(f"<!-- sessions: {session.stem} -->\n## Reading\n\n- one bullet\n")
-    manycore.render(smoke, tmp_path / "R.md", tmp_path / "figs", reading)
-    text = (tmp_path / "R.md").read_text()
-    assert "- one bullet" in text and "<!-- sessions" not in text
-    assert text.index("## Machine and runs") < text.index("## Reading") < text.index(
-        "## Next to the paper")
-    reading.write_text("<!-- sessions: session-20000101T000000Z -->\n- another run\n")
-    manycore.render(smoke, tmp_path / "R.md", tmp_path / "figs", reading)
-    text = (tmp_path / "R.md").read_text()
-    assert "- another run" not in text
-    assert f"reads session-20000101T000000Z, not the sessions here ({session.stem})" in text
-    reading.write_text("## Reading\n- names no session\n")
-    manycore.render(smoke, tmp_path / "R.md", tmp_path / "figs", reading)
-    text = (tmp_path / "R.md").read_text()
-    assert "names no session" not in text and "does not name the sessions it reads" in text
-
-
-def test_the_committed_reading_reads_the_committed_results():
-    """bench/READING-manycore.md must describe the run in bench/results/manycore."""
-    data = manycore.load_results(ROOT / "bench" / "results" / "manycore")
-    lines = manycore.reading_lines(manycore.READING, data["sessions"])
-    assert lines and lines[0].startswith("## Reading"), lines
-
-
 def test_committed_report_is_what_its_results_render_to(tmp_path):
     """bench/RESULTS-manycore.md is `python -m bench.report --manycore
     bench/results/manycore`'s output, not edited by hand."""
     md = tmp_path / "bench" / "RESULTS-manycore.md"
     manycore.render(ROOT / "bench" / "results" / "manycore", md, tmp_path / "bench" /
-                    "figures", manycore.READING)
+                    "figures")
     assert md.read_text() == (ROOT / "bench" / "RESULTS-manycore.md").read_text()
 
 

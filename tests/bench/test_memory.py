@@ -1,4 +1,4 @@
-"""bench.memory: the report-part protocol (main / --out / --smoke / section) and what one
+"""bench.memory: the report-part protocol (main / --out / --smoke) and what one
 measurement records."""
 
 from __future__ import annotations
@@ -15,29 +15,22 @@ def _row(workload, runtime, traced, rss, base, **extra):
             **extra}
 
 
-def test_section_without_a_result_says_how_to_measure():
-    lines = memory.section(None)
-    assert lines[0] == "## Memory per runtime"
-    assert "Not measured: run `.venv/bin/python -m bench.memory" in "\n".join(lines)
+def test_the_report_reads_the_worst_workload_against_each_goal():
+    from bench.markdown import Results, goal_rows, load_goals
+    from bench.sizes import Sizes
 
-
-def test_section_puts_the_ratios_beside_the_paper():
     mib = memory.MIB
     rows = [_row("pcs", "serial", 1 * mib, 60 * mib, 59 * mib),
-            _row("pcs", "seer(2)", 2 * mib, 62 * mib, 59 * mib),
-            _row("pcs", "static(2)", 2 * mib, 61 * mib, 59 * mib),
-            _row("pcs", "optimistic(2)", 8 * mib, 70 * mib, 59 * mib, rollback_rate=0.25,
-                 state_saving_bytes=3 * mib)]
-    result = {"command": ".venv/bin/python -m bench.memory --smoke", "mode": "smoke",
-              "steps": 2, "host": {"cores": 2, "cpu_model": "x"}, "paper": memory.PAPER,
-              "rows": rows, "minutes": 0.1, "date": "today"}
-    text = "\n".join(memory.section(result))
-    assert text.startswith("## Memory per runtime")
-    assert "| PCS 64 | optimistic(2) | 70.0 | 11.0 | 8.0 | 4.00 | 25.0 % | 3.0 |" in text
-    assert "optimistic / seer = 4.00x traced, 3.67x RSS over base" in text
-    assert "ROOT-Sim / SEER = 47x" in text and "SEER - ROSS-T = +0.44 GB" in text
-    assert "seer - static = +0.0 MiB traced, +1.0 MiB RSS over base" in text
-    assert "Command: `.venv/bin/python -m bench.memory --smoke`" in text
+            _row("pcs", "seer(2)", 2 * mib, 75 * mib, 59 * mib),
+            _row("pcs", "optimistic(2)", 8 * mib, 70 * mib, 59 * mib),
+            _row("aircraft", "serial", 1 * mib, 50 * mib, 49 * mib),
+            _row("aircraft", "seer(2)", 3 * mib, 51 * mib, 49 * mib),
+            _row("aircraft", "optimistic(2)", 4 * mib, 55 * mib, 49 * mib)]
+    goals = [g for g in load_goals() if g["source"] == "memory"]
+    over_serial, over_optimistic = goal_rows(Results(Sizes("fast"), {}, memory={
+        "rows": rows, "steps": 2}), goals)
+    assert over_serial[2].startswith("1.25 (pcs)") and over_serial[3] == "**no**"
+    assert over_optimistic[2].startswith("0.75 (aircraft)") and over_optimistic[3] == "yes"
 
 
 def test_one_measurement_records_peaks_and_the_optimistic_counters():
@@ -58,4 +51,3 @@ def test_main_smoke_writes_one_json_with_the_command_and_host(tmp_path):
     assert result["host"]["cores"] >= 1 and "interpreter" in result["host"]
     assert [r["runtime"] for r in result["rows"]] == ["serial", "optimistic(2)"]
     assert all(r["tracemalloc_peak"] > 0 and r["rss_peak"] > 0 for r in result["rows"])
-    assert memory.section(result)[0] == "## Memory per runtime"

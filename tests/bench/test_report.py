@@ -1,84 +1,139 @@
-"""bench.report --plots-only redraws RESULTS.md and the figures from stored results."""
+"""bench.report and bench.markdown: RESULTS.md is short, generated from the committed
+result files, and judges every goal of bench/goals.toml from the measured values."""
 
+import copy
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from bench.markdown import pursuit, stpa_goals
+import pytest
+
+from bench import markdown
+from bench.harness import Part
+from bench.markdown import Results, break_even, goal_rows, load_goals
+from bench.sizes import Sizes
 
 ROOT = Path(__file__).resolve().parents[2]
-FIGURES = ("speedup_vs_threads.png", "throughput_vs_cost.png", "latency_vs_entities.png",
-           "hotspot.png", "cpu_per_thread.png", "stpa_choices.png")
+RESULTS = ROOT / "bench" / "results"
 
 
-def test_plots_only_redraws_the_stored_results(tmp_path):
+def _render(tmp_path, without=()):
     results = tmp_path / "results"
-    shutil.copytree(ROOT / "bench" / "results", results)
+    shutil.copytree(RESULTS, results)
+    for name in without:
+        (results / name).unlink()
     subprocess.run([sys.executable, "-m", "bench.report", "--plots-only", "--out",
-                    str(results)], cwd=ROOT, check=True, capture_output=True, timeout=120)
-    text = (results / "RESULTS.md").read_text()
-    committed = (ROOT / "bench" / "RESULTS.md").read_text()
-
-    def without_machine(t: str) -> list[str]:  # the machine line describes this host
-        return [line for line in t.splitlines() if not line.startswith("Machine: ")]
-
-    assert without_machine(text) == without_machine(committed)
-    assert "seer:" not in text
-    for figure in FIGURES:
-        assert (results / figure).stat().st_size > 1000
-
-
-def _render_without(tmp_path, name):
-    """RESULTS.md regenerated from the stored results, less the file ``name``."""
-    results = tmp_path / "results"
-    shutil.copytree(ROOT / "bench" / "results", results)
-    (results / name).unlink()
-    subprocess.run([sys.executable, "-m", "bench.report", "--plots-only", "--out",
-                    str(results)], cwd=ROOT, check=True, capture_output=True, timeout=120)
+                    str(results)], cwd=ROOT, check=True, capture_output=True, timeout=180)
     return results, (results / "RESULTS.md").read_text()
 
 
-def test_plots_only_without_stpa_results_says_not_measured(tmp_path):
-    # result sets from before bench.stpa have no stpa.json: the report still renders
-    results, text = _render_without(tmp_path, "stpa.json")
-    assert "## STPA" in text and "not measured: run `python -m bench.stpa`" in text
+def test_committed_results_md_is_what_the_committed_results_render_to(tmp_path):
+    results, text = _render(tmp_path)
+    assert text == (ROOT / "bench" / "RESULTS.md").read_text()
+    for figure in ("when_seer_helps.png", "speedup_vs_threads.png", "hotspot.png"):
+        assert (results / figure).stat().st_size > 1000
+
+
+def test_results_md_is_short_and_starts_with_the_goals():
+    lines = (ROOT / "bench" / "RESULTS.md").read_text().splitlines()
+    assert len(lines) <= 150
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    assert first_table < 20 and lines[first_table - 2] == "## Goals"
+
+
+def test_a_missing_part_reads_as_not_measured(tmp_path):
+    results, text = _render(tmp_path, without=["stpa.json", "efficiency.json"])
+    rows = [line for line in text.splitlines() if "not measured" in line]
+    stpa_goals = [g for g in load_goals() if g["source"] in ("stpa", "efficiency")]
+    assert len(rows) == len(stpa_goals)
     assert not (results / "stpa_choices.png").exists()
 
 
-def test_plots_only_without_pursuit_results_says_not_measured(tmp_path):
-    # result sets from before bench.pursuit have no pursuit.json: the report still renders
-    _, text = _render_without(tmp_path, "pursuit.json")
-    assert "## Pursuit: the port against PettingZoo" in text
-    assert "Not measured: run `.venv/bin/python -m bench.pursuit " in text
-    assert "python -m bench.bench_runtimes --workload pursuit" in text
-    assert "## STPA" in text and "### Held-out accuracy" in text  # the rest is unchanged
+def test_every_committed_result_file_is_read_by_a_report():
+    """Only the result files a report renders are committed."""
+    read = {"efficiency", "memory", "marl_loop", "replicas", "stpa", "pursuit", "run",
+            "load_balance_aircraft", "load_balance_pcs", "cost_sweep", "pcs_hotspot",
+            "thread_scan", "pcs_thread_scan", "entity_sweep", "pcs_entity_sweep", "overhead"}
+    files = {p.stem for p in RESULTS.glob("*.json")}
+    assert files == read
+    from bench.report import ONCE_PARTS, jobs
+
+    assert set(jobs(Sizes("fast"))) | set(ONCE_PARTS) <= read
 
 
-def test_pursuit_section_flags_a_statistic_that_differs():
-    result = json.loads((ROOT / "bench" / "results" / "pursuit.json").read_text())
-    text = "\n".join(pursuit(result))
-    size = result["speed"]["size"]
-    assert f"### Speed ({size['x_size']}x{size['y_size']}, {size['n_pursuers']} pursuers" in text
-    assert "O(evaders x pursuers)" in text and "not replayed" in text
-    result["agreement"]["statistics"]["reward"]["p"] = 0.5
-    assert "differs at the 1 % level" not in "\n".join(pursuit(result))
-    result["agreement"]["statistics"]["reward"]["p"] = 0.001
-    text = "\n".join(pursuit(result))
-    assert "| 0.001 | **no** |" in text and "differs at the 1 % level" in text
+def _efficiency(seer2: float, peer: float, identical: bool = True) -> dict:
+    def rt(wall, threads, same=True):
+        return {"wall_s": [wall, 1.1 * wall], "cpu_s": [wall, wall], "threads": threads,
+                "identical": same if threads > 1 else None}
+
+    runtimes = {"serial": rt(1.0, 1), "seer(2)": rt(1 / seer2, 2, identical),
+                "static(2)": rt(1 / peer, 2)}
+    summary = {k: {"speedup": 1 / v["wall_s"][0], "cpu_ratio": 1.0, "of_ceiling": 0.9}
+               for k, v in runtimes.items()}
+    w = {"title": "t", "runtimes": runtimes, "summary": summary, "serial_us_per_event": 5.0}
+    return {"workloads": {"bench5": w, "pcs_gain8": w}, "command": "x", "rounds": 2,
+            "steps": 1}
 
 
-def test_stpa_goals_name_the_baselines_stpa_does_not_beat():
-    stpa = json.loads((ROOT / "bench" / "results" / "stpa.json").read_text())
-    methods = stpa["evaluation"]["methods"]
-    methods["stpa"]["regret_mean"] = 0.97
-    methods["lstm"]["regret_mean"] = 0.98  # a baseline ahead of STPA: the goal is not met
-    regret, preflight = stpa_goals(stpa)
-    assert "not beaten: lstm" in regret[2] and regret[3] == "**no**"
-    methods["lstm"]["regret_mean"] = 0.5
-    for m in stpa["preflight"]["models"]:
-        m["fraction"] = 0.01
-    regret, preflight = stpa_goals(stpa)
-    assert "beats every baseline" in regret[2] and regret[3] == "yes"
-    assert preflight[3] == "yes"
+GOALS = [
+    {"text": "even", "source": "efficiency", "workload": "bench5", "measure": "speedup",
+     "runtime": "seer(2)", "at_least": 1.0},
+    {"text": "lead", "source": "efficiency", "workload": "pcs_gain8", "measure": "lead",
+     "runtime": "seer(2)", "peers": ["static(2)"], "at_least": 1.0},
+    {"text": "same", "source": "efficiency", "measure": "identical", "at_least": 1.0},
+]
+
+
+def test_goals_are_met_or_missed_from_the_values():
+    z = Sizes("fast")
+    good = goal_rows(Results(z, {}, efficiency=_efficiency(1.5, 1.2)), GOALS)
+    assert [r[3] for r in good] == ["yes", "yes", "yes"]
+    assert good[1][2].startswith("1.25") and "closest: static(2)" in good[1][2]
+    bad = goal_rows(Results(z, {}, efficiency=_efficiency(0.9, 1.2, identical=False)), GOALS)
+    assert [r[3] for r in bad] == ["**no**", "**no**", "**no**"]
+    assert "differ: seer(2) on bench5" in bad[2][2]
+    missing = goal_rows(Results(z, {}), GOALS)
+    assert [r[2] for r in missing] == ["not measured"] * 3
+
+
+def test_stpa_must_reach_the_target_and_beat_every_baseline():
+    stpa = json.loads((RESULTS / "stpa.json").read_text())
+    goal = [g for g in load_goals() if g["measure"] == "regret"]
+    stpa["evaluation"]["methods"]["stpa"]["regret_mean"] = 0.97
+    stpa["evaluation"]["methods"]["lstm"]["regret_mean"] = 0.98
+    (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
+    assert row[3] == "**no**" and "lstm" in row[2]
+    stpa["evaluation"]["methods"]["lstm"]["regret_mean"] = 0.5
+    assert all(m["regret_mean"] < 0.97 for k, m in stpa["evaluation"]["methods"].items()
+               if k not in markdown.NOT_BASELINES and k != "stpa")
+    (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
+    assert row[3] == "yes"
+
+
+def test_a_goal_without_exactly_one_target_is_refused(tmp_path):
+    bad = tmp_path / "goals.toml"
+    bad.write_text('[[goal]]\ntext = "x"\nsource = "stpa"\nmeasure = "regret"\n')
+    with pytest.raises(ValueError, match="'x' needs exactly one of at_least and at_most"):
+        load_goals(bad)
+
+
+def test_break_even_interpolates_in_log_cost():
+    assert break_even([(1.0, 0.5), (10.0, 1.5)]) == pytest.approx(10 ** 0.5)
+    assert break_even([(1.0, 0.5), (10.0, 0.9)]) is None
+    assert break_even([(2.0, 1.2), (10.0, 1.5)]) == 2.0
+
+
+def test_pyperf_hotspot_goal_takes_the_closest_peer_over_every_peak():
+    z = Sizes("smoke")
+    names = {}
+    for gain, static in ((0.0, 5.0), (8.0, 1.1)):  # peak 0 (control) does not count
+        cfg = markdown.config_name("pcs", z.n_pcs, z.pcs_cost, gain)
+        names[f"{cfg}-seer(2)"] = [[1.0]]
+        names[f"{cfg}-static(2)"] = [[static]]
+    goal = copy.deepcopy([g for g in load_goals() if g["source"] == "pyperf"
+                          and g["measure"] == "lead"])
+    goal[0]["peers"] = ["static(2)"]
+    (row,) = goal_rows(Results(z, {"pcs_hotspot": Part(names)}), goal)
+    assert row[2].startswith("1.10") and "peak 8" in row[2] and row[3] == "yes"

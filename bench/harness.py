@@ -1,0 +1,235 @@
+"""The lab's one base: the project's workloads by name, labels, host facts, result files,
+pyperf files and their paired statistics, and the tables the reports print.
+
+The timing itself is the product's (:mod:`seer.benchmark`: timed steps, paired rounds, the
+ceiling of independent runs, capacity, state digests), so a study here and ``seer bench``
+on a user's model measure the same way; this module adds what only the project's own
+studies need. Every study in ``bench/`` builds on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import seer
+from seer.benchmark import (
+    capacity_now,
+    compare,
+    on_threads,
+    paired,
+    parse_runtime,
+    ratios,
+    runtime_label,
+    state_digest,
+    timed_steps,
+)
+
+__all__ = ["ROOT", "Part", "capacity_now", "code_commit", "compare", "config_name",
+           "cpu_model", "host_facts", "label", "load", "make_model", "model_factory",
+           "normalise_name", "on_threads", "paired", "parse_runtime", "ratios", "run_span",
+           "save_figure", "state_digest", "table", "timed_steps", "write_json"]
+
+ROOT = Path(__file__).resolve().parent.parent
+label = runtime_label  # the short name every study uses
+
+#: every runtime, in table order; serial first (the baseline of every ratio)
+ALL = ["serial", "seer(1)", "seer(2)", "static(2)", "static-block(2)", "global(2)",
+       "executor(2)", "optimistic(2)"]
+#: SEER and the pooled peers it is measured against
+PEERS = ["serial", "seer(2)", "static(2)", "static-block(2)", "global(2)", "optimistic(2)"]
+WORKLOADS = ("bench", "aircraft", "pcs", "empty", "pursuit")
+
+
+# -- models ----------------------------------------------------------------------------------
+def make_model(workload: str, entities: int, cost: float, fanout: int = 1,
+               gain: float = 2.0) -> seer.Model:
+    """One of the project's workloads at a size: ``bench`` (BenchModel, ``cost`` µs per
+    event), ``aircraft``, ``pcs`` (a square grid of about ``entities`` cells, hotspot peak
+    ``gain``), ``empty`` (EmptyModel, scheduler overhead) or ``pursuit``."""
+    from workloads.synthetic import BenchModel, EmptyModel
+
+    if workload == "aircraft":
+        from workloads.aircraft import Aircraft
+
+        return Aircraft(entities, cost_us=cost)
+    if workload == "pcs":
+        from workloads.pcs import PCS
+
+        side = round(entities ** 0.5)
+        return PCS(side, side, cost_us=cost, hotspot_gain=gain)
+    if workload == "empty":
+        return EmptyModel(entities, per_step=10)
+    if workload == "pursuit":
+        from workloads.pursuit import Pursuit
+
+        # One pursuer in five, as at the reference size (5000 entities: 1000 pursuers,
+        # 4000 evaders on 256x256); the grid grows with the square root of the count.
+        side = max(8, round(256 * (entities / 5000) ** 0.5))
+        return Pursuit(x_size=side, y_size=side, n_pursuers=max(1, entities // 5),
+                       n_evaders=entities - max(1, entities // 5), max_cycles=10**6)
+    if workload == "bench":
+        return BenchModel(entities, cost_us=cost, fanout=fanout)
+    raise ValueError(f"unknown workload {workload!r}; choose one of {WORKLOADS}")
+
+
+def model_factory(spec: str, kwargs: dict[str, Any] | None = None) -> Callable[[], seer.Model]:
+    """A model maker from a spec, as ``seer bench`` takes it (``module:callable`` or a
+    registered name, with keyword arguments)."""
+    from seer.specs import load_model
+
+    return lambda: load_model(spec, kwargs or {})
+
+
+def config_name(workload: str, entities: int, cost: float, gain: float) -> str:
+    """Benchmark name prefix, e.g. ``aircraft-n800-cost200us`` or
+    ``pcs-n1600-cost15us-gain2``."""
+    prefix = "step" if workload == "bench" else workload
+    name = f"{prefix}-n{entities}-cost{cost:g}us"
+    return f"{name}-gain{gain:g}" if workload == "pcs" else name
+
+
+_COLON_SUFFIX = re.compile(r"-(?P<kind>[a-z][a-z-]*):(?P<threads>\d+)$")
+
+
+def normalise_name(name: str) -> str:
+    """A benchmark name with its trailing runtime in the ``kind(threads)`` form:
+    ``step-n60-cost5us-seer:2`` -> ``step-n60-cost5us-seer(2)``; other names unchanged."""
+    return _COLON_SUFFIX.sub(lambda m: f"-{m['kind']}({m['threads']})", name)
+
+
+# -- host and code facts ---------------------------------------------------------------------
+def code_commit() -> str:
+    """The commit being measured, ``-dirty`` if the code differs from it. A copy of the
+    working tree on another machine has no git metadata: then the commit the offline
+    bundle was built from (``dist/bundle/MANIFEST.txt``), else ``unknown``."""
+    def git(*args: str) -> str:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=20, check=False)
+            return done.stdout.strip() if done.returncode == 0 else ""
+        return ""
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if not commit:
+        with contextlib.suppress(OSError):
+            for line in (ROOT / "dist" / "bundle" / "MANIFEST.txt").read_text().splitlines():
+                if line.startswith("from commit "):
+                    return line.removeprefix("from commit ").strip() + " (the bundle's)"
+        return "unknown"
+    if git("status", "--porcelain", "--", "seer", "workloads", "bench/*.py"):
+        commit += "-dirty"
+    return commit
+
+
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (``platform.processor()`` elsewhere)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def host_facts() -> dict[str, Any]:
+    """Interpreter (``seer info``), GIL state, CPU model, cores, load, commit and command:
+    what every result file records beside its figures."""
+    from seer.cli import interpreter_facts
+    from seer.sched import RUNTIMES
+
+    return {
+        "interpreter": interpreter_facts(),
+        "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
+        "executable": sys.executable, "cores": seer.cpu_count(),
+        "os_cpu_count": os.cpu_count(), "cpu_model": cpu_model(),
+        "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else [],
+        "commit": code_commit(), "runtimes_known": sorted(RUNTIMES), "argv": sys.argv,
+        "date": f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+    }
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write atomically: a run killed mid-write leaves no half file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+# -- pyperf files ----------------------------------------------------------------------------
+Runs = dict[str, list[list[float]]]
+
+
+def load(path: Path) -> Runs:
+    """benchmark name -> the values of each run (one run per pyperf worker process)."""
+    data = json.loads(path.read_text())
+    return {normalise_name(b["metadata"]["name"]): [r["values"] for r in b["runs"]
+                                                    if r.get("values")]
+            for b in data["benchmarks"]}
+
+
+def run_span(paths: Iterable[Path]) -> str:
+    """First and last pyperf run date over all ``paths``, and the minutes between them."""
+    dates = []
+    for path in paths:
+        for b in json.loads(path.read_text())["benchmarks"]:
+            dates += [r["metadata"]["date"] for r in b["runs"] if "date" in r.get("metadata", {})]
+    if not dates:
+        return "no dates recorded"
+    first, last = (datetime.datetime.fromisoformat(d) for d in (min(dates), max(dates)))
+    minutes = (last - first).total_seconds() / 60
+    return f"{first:%Y-%m-%d %H:%M} to {last:%H:%M} UTC, {minutes:.0f} minutes"
+
+
+class Part(dict):
+    """One pyperf result file: benchmark name -> median seconds over all values
+    (``part[name]``), plus speed-ups paired by round.
+
+    ``speedup(a, b)`` is time(a) / time(b) computed within each round (one pyperf process
+    per round and benchmark, the two timed minutes apart at most) and then the median over
+    rounds, so a drift of the machine's speed between rounds cancels out; ``spread(a, b)``
+    is the lowest and highest round."""
+
+    def __init__(self, runs: Runs) -> None:
+        super().__init__({name: statistics.median(v for run in rs for v in run)
+                          for name, rs in runs.items() if any(rs)})
+        self.runs = runs
+
+    def _per_round(self, a: str, b: str) -> list[float]:
+        ra, rb = self.runs.get(a, []), self.runs.get(b, [])
+        if not ra or len(ra) != len(rb):  # not paired: fall back to the medians
+            return [self[a] / self[b]] if a in self and b in self else []
+        return [statistics.fmean(x) / statistics.fmean(y) for x, y in zip(ra, rb, strict=True)]
+
+    def speedup(self, a: str, b: str) -> float:
+        return statistics.median(self._per_round(a, b))
+
+    def spread(self, a: str, b: str) -> tuple[float, float]:
+        rounds = self._per_round(a, b)
+        return min(rounds), max(rounds)
+
+
+def save_figure(fig: Any, where: Path, name: str) -> list[str]:
+    """Lay out ``fig`` (a matplotlib Figure with a canvas), write it to ``where/name``;
+    return ``[name]``, the report's list of drawn files."""
+    fig.tight_layout()
+    where.mkdir(parents=True, exist_ok=True)
+    fig.savefig(where / name)
+    return [name]
+
+
+# -- text ------------------------------------------------------------------------------------
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A Markdown table."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
