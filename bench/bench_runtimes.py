@@ -7,13 +7,15 @@
         --runtimes serial 'seer(2)' 'static-block(2)'
     .venv/bin/python -m bench.bench_runtimes --fast --import examples.locality_steal \
         --runtimes serial 'seer(2)' 'static(2)' 'locality(2)'
+    .venv/bin/python -m bench.bench_runtimes --fast --model mypackage.env:MyModel n=500
 
 Each pyperf benchmark times one environment step (same model, seed and actions for every
 runtime, after a warm-up step) of ``workloads.synthetic.BenchModel`` (``--entities`` entities,
 each event doing ``cost`` µs of numpy work) or of a workload (``--workload``, whose
-``cost_us`` knob ``--costs`` sets; for PCS, ``--gains`` sets the moving hotspot's peak).
+``cost_us`` knob ``--costs`` sets; for PCS, ``--gains`` sets the moving hotspot's peak),
+or of any model (``--model SPEC key=value ...``, as ``seer bench`` takes it).
 At the end the main process prints throughput as ratios over serial for each
-configuration (measured in this run). Runtimes are named as in :mod:`bench.labels`:
+configuration (measured in this run). Runtimes are named as in :mod:`seer.benchmark`:
 ``seer(2)``, or ``seer:2`` on the command line. ``--import MODULE`` (repeatable) imports a
 module first, in the main process and in every pyperf worker, so that a runtime it
 registers (``seer.register_runtime``) can be named in ``--runtimes``.
@@ -21,6 +23,7 @@ registers (``seer.register_runtime``) can be named in ``--runtimes``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import time
 from collections.abc import Callable
@@ -30,25 +33,27 @@ import pyperf
 import seer
 
 # make_model is imported from here by bench/steptime.py, also by older revisions' copies
-from bench.harness import config_name, label, make_model, parse_runtime
+from bench.harness import config_name, label, make_model, model_factory, parse_runtime
 from seer.cli import pyperf_metadata
+from seer.specs import parse_kwargs
 
 RUNTIMES = [("serial", 1), ("seer", 1), ("seer", 2), ("static", 2), ("static-block", 2),
             ("global", 2), ("executor", 2)]
 
 
-def step_timer(workload: str, entities: int, cost: float, kind: str, threads: int,
-               fanout: int, gain: float = 2.0) -> Callable[[int], float]:
+def step_timer(make: Callable[[], seer.Model], kind: str,
+               threads: int) -> Callable[[int], float]:
     def run(loops: int) -> float:
-        model = make_model(workload, entities, cost, fanout, gain)
+        model = make()
+        actions = getattr(model, "sample_actions", lambda step: None)
         runtime = seer.make_runtime(model, kind, threads=threads)
         try:
             # Every call times the same steps 1..loops after a reset, whatever the runtime.
             runtime.reset(0)
-            runtime.step(model.sample_actions(0))  # warm-up: pools started, caches filled
+            runtime.step(actions(0))  # warm-up: pools started, caches filled
             t0 = time.perf_counter()
             for t in range(loops):
-                runtime.step(model.sample_actions(t + 1))
+                runtime.step(actions(t + 1))
             return time.perf_counter() - t0
         finally:
             runtime.close()
@@ -60,6 +65,8 @@ def _worker_args(cmd: list[str], args: object) -> None:
     cmd.extend(["--workload", args.workload, "--entities", *[str(n) for n in args.entities],
                 "--fanout", str(args.fanout), "--costs", *[str(c) for c in args.costs],
                 "--gains", *[str(g) for g in args.gains]])
+    if args.model:
+        cmd.extend(["--model", *args.model])
     if args.runtimes:
         cmd.extend(["--runtimes", *[label(kind, threads) for kind, threads in args.runtimes]])
     for module in args.imports:  # workers re-run this module: they must import it too
@@ -105,6 +112,9 @@ def main() -> None:
     cmd.add_argument("--import", dest="imports", action="append", default=[],
                      metavar="MODULE", help="import MODULE first (repeatable), e.g. one that "
                      "registers a runtime of your own with seer.register_runtime")
+    cmd.add_argument("--model", nargs="+", default=None, metavar="SPEC",
+                     help="time this model instead of a workload: module:callable or a "
+                     "registered name, then key=value arguments (as seer bench takes it)")
     args = runner.parse_args()
     runtimes = args.runtimes or RUNTIMES
     problem = import_modules(args.imports, runtimes)
@@ -112,23 +122,29 @@ def main() -> None:
         cmd.error(problem)
     runner.metadata.update(pyperf_metadata())  # interpreter, GIL, cores, versions
     results: dict[tuple[str, str], float] = {}
-    configs = []
-    for n in args.entities:
-        for cost in args.costs:
-            for gain in args.gains if args.workload == "pcs" else [2.0]:
-                configs.append((config_name(args.workload, n, cost, gain), n, cost, gain))
-    for config, n, cost, gain in configs:
+    configs: list[tuple[str, Callable[[], seer.Model]]] = []
+    if args.model:
+        spec, *words = args.model
+        configs.append(("-".join([spec.replace(":", "."), *words]),
+                        model_factory(spec, parse_kwargs(words))))
+    else:
+        for n in args.entities:
+            for cost in args.costs:
+                for gain in args.gains if args.workload == "pcs" else [2.0]:
+                    configs.append((config_name(args.workload, n, cost, gain),
+                                    functools.partial(make_model, args.workload, n, cost,
+                                                      args.fanout, gain)))
+    for config, make in configs:
         for kind, threads in runtimes:
-            bench = runner.bench_time_func(
-                f"{config}-{label(kind, threads)}",
-                step_timer(args.workload, n, cost, kind, threads, args.fanout, gain))
+            bench = runner.bench_time_func(f"{config}-{label(kind, threads)}",
+                                           step_timer(make, kind, threads))
             if bench is not None and not args.worker and bench.get_nvalue():
                 results[(config, label(kind, threads))] = bench.median()
     if results and not args.worker:
         names = [label(k, t) for k, t in runtimes]
         print(f"\nthroughput relative to {names[0]} (median step time; >1 is faster)")
         print(f"{'configuration':>32} | " + " | ".join(f"{x:>15}" for x in names))
-        for config, *_ in configs:
+        for config, _make in configs:
             base = results.get((config, names[0]))
             row = [f"{base / results[(config, x)]:15.2f}" if base and (config, x) in results
                    else f"{'-':>15}" for x in names]

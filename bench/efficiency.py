@@ -4,6 +4,7 @@ and its share of the ceiling, on the project's workloads, side by side.
     .venv/bin/python -m bench.efficiency --out bench/results/efficiency.json  # ~5 minutes
     .venv/bin/python -m bench.efficiency --smoke --out /tmp/eff.json          # seconds
     .venv/bin/python -m bench.efficiency --threads 4 8 16 --only aircraft pcs --out m.json
+    .venv/bin/python -m bench.efficiency --model mypackage.env:MyModel n=500 --out mine.json
 
 Every workload is one :func:`seer.benchmark.compare`: runtimes built once, timed in turns
 (``rounds`` rounds of ``steps`` steps after a reset and a warm-up step, the order rotating),
@@ -24,9 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ALL, PEERS, compare, host_facts, make_model, write_json
+from bench.harness import ALL, PEERS, compare, host_facts, make_model, model_factory, write_json
+from seer.specs import parse_kwargs
 
-__all__ = ["WORKLOADS", "main", "measure"]
+__all__ = ["WORKLOADS", "main", "measure", "measure_model"]
 
 #: key -> (title, workload, entities, cost µs, hotspot peak, runtimes at 2 threads)
 WORKLOADS: dict[str, tuple[str, str, int, float, float, list[str]]] = {
@@ -62,6 +64,16 @@ def measure(key: str, steps: int, rounds: int, threads: int = 2,
             "gain": gain, "threads": threads, **result.to_json()}
 
 
+def measure_model(words: list[str], steps: int, rounds: int, threads: int = 2
+                  ) -> dict[str, Any]:
+    """A model given as a spec and key=value words, on every runtime at ``threads``."""
+    spec, *kwargs = words
+    title = " ".join(words)
+    result = compare(model_factory(spec, parse_kwargs(kwargs)), at_threads(ALL, threads),
+                     steps=steps, rounds=rounds, name=title)
+    return {"title": title, "workload": spec, "threads": threads, **result.to_json()}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
@@ -70,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, nargs="+", default=[2])
     parser.add_argument("--only", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--model", nargs="+", default=None, metavar="SPEC",
+                        help="measure this model (module:callable or a registered name, then "
+                        "key=value arguments) instead of the workloads")
     args = parser.parse_args(argv)
     from tqdm import tqdm
 
@@ -79,10 +94,11 @@ def main(argv: list[str] | None = None) -> None:
                                *(argv if argv is not None else sys.argv[1:])]),
         "host": host_facts(), "steps": steps, "rounds": rounds, "smoke": args.smoke,
         "workloads": {}}
-    todo = [(key, t) for t in args.threads for key in args.only]
+    todo = [(key, t) for t in args.threads for key in (["model"] if args.model else args.only)]
     for key, t in tqdm(todo, desc="efficiency", unit="workload"):
         name = key if args.threads == [2] else f"{key}@{t}"
-        result["workloads"][name] = measure(key, steps, rounds, t, args.smoke)
+        result["workloads"][name] = measure_model(args.model, steps, rounds, t) \
+            if args.model else measure(key, steps, rounds, t, args.smoke)
         write_json(args.out, result)  # a run cut short keeps what it measured
     for name, w in result["workloads"].items():
         s = w["summary"]

@@ -83,3 +83,13 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
     pursuit = json.loads((tmp_path / "pursuit.json").read_text())
     assert pursuit["speed"]["size"]["x_size"] == 32 and pursuit["agreement"]["episodes"] == 4
     assert set(pursuit["agreement"]["statistics"]) == {"catches", "length", "reward"}
+
+
+def test_runtime_benchmarks_take_a_model_spec(tmp_path):
+    out = tmp_path / "result.json"
+    subprocess.run([sys.executable, "-m", "bench.bench_runtimes", "--debug-single-value",
+                    "--quiet", "--model", "bench", "n_entities=30", "--runtimes", "serial",
+                    "seer:2", "-o", str(out)], cwd=ROOT, check=True, capture_output=True,
+                   timeout=600)
+    names = {b["metadata"]["name"] for b in json.loads(out.read_text())["benchmarks"]}
+    assert names == {"bench-n_entities=30-serial", "bench-n_entities=30-seer(2)"}

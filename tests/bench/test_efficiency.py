@@ -31,3 +31,12 @@ def test_threads_gives_one_comparison_per_thread_count(tmp_path):
     assert set(data["workloads"]) == {"bench5@1", "bench5@3"}
     assert "seer(3)" in data["workloads"]["bench5@3"]["runtimes"]
     assert data["workloads"]["bench5@1"]["ceiling"] is None  # one thread: nothing to bound
+
+
+def test_a_model_spec_instead_of_the_workloads(tmp_path):
+    out = tmp_path / "eff.json"
+    efficiency.main(["--smoke", "--model", "bench", "n_entities=24", "cost_us=1",
+                     "--out", str(out)])
+    (w,) = json.loads(out.read_text())["workloads"].values()
+    assert w["title"] == "bench n_entities=24 cost_us=1" and "optimistic(2)" in w["runtimes"]
+    assert all(v["identical"] for k, v in w["runtimes"].items() if k != "serial")
