@@ -41,3 +41,87 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit("SEER_REQUIRE_NOGIL=1: " + " | ".join(problems), returncode=3)
     print(f"\nseer: {len(modules)} modules imported, GIL still disabled: "
           f"sys._is_gil_enabled() = {sys._is_gil_enabled()}")
+
+
+# -- test tiers (docs/testing.md) -----------------------------------------------------------
+# `make test` runs every test; `make test-fast` runs `pytest -m "not slow"
+# --hypothesis-profile=fast`. The slow tests are named here, by node id (a directory, a
+# file or a test function, with all its cases), each with why and what it cost on 2 cores;
+# a parametrised test that is slow for some cases only marks those where it declares them.
+SLOW = {
+    "tests/bench": "benchmark tooling, not the runtime",
+    "tests/test_distributed.py": "a Dask cluster of worker processes, killed and restarted (22 s)",
+    "tests/stpa/test_encoder.py": "trains the STPA encoder with torch (17 s)",
+    "tests/stpa/test_predictor.py::test_evaluation_reports_every_method_on_a_small_dataset":
+        "trains and cross-validates every STPA method (29 s)",
+    "tests/sched/test_stress.py::test_ten_thousand_steps_on_four_threads": "10 000 steps (61 s)",
+    "tests/sched/test_stress.py::test_keyboard_interrupt_leaves_no_worker_running":
+        "Ctrl-C in every runtime (4 s)",
+    "tests/sched/test_stress.py::test_handler_error_then_reset_and_a_correct_run":
+        "failure and recovery, every runtime (3 s)",
+    "tests/sched/test_stress.py::test_a_full_arena_falls_back_without_changing_results":
+        "a one-record arena (2 s)",
+    "tests/sched/test_faults.py::test_a_second_ctrl_c_returns_from_a_handler_that_never_returns":
+        "a child process per runtime, sent SIGINT twice (6 s)",
+    "tests/sched/test_faults.py::test_the_executor_peer_gives_up_on_a_stuck_chunk_at_the_second_ctrl_c":
+        "a child process sent SIGINT twice (1 s)",
+    "tests/sched/test_faults.py::test_the_reported_failure_is_the_one_serial_meets_first":
+        "12 failing runs per runtime (4 s)",
+    "tests/sched/test_faults.py::test_dropped_runtimes_release_their_threads_without_the_collector":
+        "30 runtimes per runtime kind (3 s)",
+    "tests/sched/test_faults.py::test_runtimes_dropped_after_a_failed_step_release_their_threads":
+        "waits for threads to end (2 s)",
+    "tests/sched/test_optimistic.py::test_many_steps_on_four_threads_with_rebinding":
+        "400 steps (4 s)",
+    "tests/sched/test_optimistic.py::test_periodic_checkpoints_coast_forward_to_the_same_bits":
+        "a sweep of checkpoint intervals (2 s)",
+    "tests/sched/test_optimistic.py::test_a_slow_thread_forces_cascading_rollbacks_and_results_stay_identical":
+        "150 µs busy work per event (1.5 s)",
+    "tests/sched/test_optimistic.py::test_the_reported_failure_is_the_one_serial_meets_first":
+        "8 failing runs (1 s)",
+    "tests/sched/test_equivalence.py::test_corner_models_match_serial_on_each_calendar_layout":
+        "every corner and runtime on both layouts (11 s)",
+    "tests/workloads/test_pursuit.py::test_bit_for_bit_with_pettingzoo":
+        "whole episodes beside PettingZoo (35 s)",
+    "tests/workloads/test_pursuit.py::test_every_runtime_and_the_adapter":
+        "a whole episode beside PettingZoo per runtime (28 s)",
+    "tests/workloads/test_pursuit.py::test_catches_terminations_and_truncations_are_covered":
+        "three whole episodes beside PettingZoo (7 s)",
+    "tests/examples/test_locality_steal.py::test_the_script_runs_quick":
+        "the tutorial script, with its traces and plot (3 s)",
+    "tests/examples/test_locality_steal.py::test_bench_runtimes_imports_the_strategy":
+        "two benchmark subprocesses (2.5 s)",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before hypothesis's own hook loads --hypothesis-profile
+def pytest_configure(config: pytest.Config) -> None:
+    from hypothesis import settings
+
+    from tests.helpers import FAST_EXAMPLES, FAST_PROFILE
+
+    # print_blob: a failure prints the @reproduce_failure line that replays it
+    settings.register_profile(FAST_PROFILE, max_examples=FAST_EXAMPLES, print_blob=True)
+
+
+def _in(nodeid: str, key: str) -> bool:
+    return nodeid == key or nodeid.startswith((key + "/", key + "::", key + "["))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        if any(_in(item.nodeid, key) for key in SLOW):
+            item.add_marker(slow)
+    # A renamed or removed test must not leave the tier silently bigger: every entry
+    # names a path that exists, and a test function its collected module defines.
+    root = config.rootpath
+    modules = {item.nodeid.split("::")[0]: getattr(item, "module", None) for item in items}
+    for key in SLOW:
+        path, _, name = key.partition("::")
+        module = modules.get(path)
+        if not (root / path).exists() or (
+                name and module is not None and not hasattr(module, name.split("::")[0])):
+            raise pytest.UsageError(f"tests/conftest.py SLOW names {key!r}, which does "
+                                    f"not exist")

@@ -66,3 +66,22 @@ def results_sha256(runtime: seer.Runtime, results: list) -> str:
         digest.update(np.ascontiguousarray(runtime.state[name]).tobytes())
     digest.update(str(runtime.events_run).encode())
     return digest.hexdigest()
+
+
+#: The hypothesis profile of `make test-fast` (registered in tests/conftest.py) and the
+#: examples a property gets there at most.
+FAST_PROFILE = "fast"
+FAST_EXAMPLES = 30
+
+
+def examples(n: int) -> int:
+    """``max_examples`` for a property test: ``n``, or at most :data:`FAST_EXAMPLES` under
+    the fast profile. An explicit ``max_examples`` beats any profile, so the cut is made
+    here. Without ``get_current_profile_name`` (hypothesis < 6.139) it is always ``n``."""
+    from hypothesis import settings
+
+    name = getattr(settings, "get_current_profile_name", lambda: "")()
+    # --hypothesis-verbosity derives a profile "<name>-with-<level>-verbosity"
+    if name.split("-with-")[0] == FAST_PROFILE:
+        return min(n, settings().max_examples)
+    return n

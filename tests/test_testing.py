@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import seer
 from seer.testing import RandomModel, assert_equivalent, assert_outputs_identical, random_models
+from tests.helpers import examples
 
 models = random_models()
 
@@ -18,7 +19,7 @@ def run(model, seed, steps):
     return rt, outs
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=models, seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 4))
 def test_serial_runtime_is_deterministic_on_random_models(model, seed, steps):
     a, outs_a = run(model, seed, steps)

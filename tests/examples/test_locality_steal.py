@@ -19,6 +19,7 @@ from examples.mistakes import FullChunksOnly, Overlapping, buggy
 from seer.queues import ParallelExecutiveList
 from seer.sched import RUNTIMES, register_runtime
 from seer.testing import RandomModel, assert_equivalent, random_models
+from tests.helpers import examples
 from tests.queues.stress import run_threads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +54,7 @@ def test_locality_matches_serial(threads, lookahead):
                       seeds=[0, 1], steps=4)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=random_models(30), threads=st.sampled_from([2, 3, 4]))
 def test_locality_matches_serial_on_random_models(model, threads):
     assert_equivalent(lambda m: seer.make_runtime(m, "locality", threads=threads), model,

@@ -28,7 +28,10 @@ def test_ring_capacity_must_be_a_power_of_two():
         MpmcRing.create(6)
 
 
-@pytest.mark.parametrize(("producers", "consumers"), [(1, 1), (2, 2), (4, 4), (6, 2)])
+# the fast tier runs 2 producers and 2 consumers; the rest is in the full suite
+@pytest.mark.parametrize(("producers", "consumers"), [
+    pytest.param(1, 1, marks=pytest.mark.slow), (2, 2),
+    pytest.param(4, 4, marks=pytest.mark.slow), pytest.param(6, 2, marks=pytest.mark.slow)])
 def test_ring_mpmc_loses_nothing_and_keeps_each_producers_order(path, producers, consumers):
     per_producer = (60_000 if path == "fast" else 4_000) // producers
     ring = MpmcRing.create(64)

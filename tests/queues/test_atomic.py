@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seer.queues import AtomicWords, selected_path
+from tests.helpers import examples
 from tests.queues.stress import run_threads
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -20,7 +21,7 @@ def wrap(x):
     return (x + 2**63) % 2**64 - 2**63
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(script=ops)
 def test_fast_and_public_paths_agree_with_a_reference(script):
     words = AtomicWords(4)
@@ -49,7 +50,8 @@ def test_fast_and_public_paths_agree_with_a_reference(script):
     public.close()
 
 
-@pytest.mark.parametrize("threads", [2, 4, 8])
+# 8 threads on 2 cores: in the full suite only
+@pytest.mark.parametrize("threads", [2, 4, pytest.param(8, marks=pytest.mark.slow)])
 def test_concurrent_fetch_add_and_cas_loops_lose_nothing(path, threads):
     words = AtomicWords(2)
     n = 25_000 if path == "fast" else 2_500

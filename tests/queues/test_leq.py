@@ -56,7 +56,8 @@ def test_bad_entities_are_named(path):
         w.take(-1)
 
 
-@pytest.mark.parametrize("threads", [2, 4, 8])
+# 8 threads on 2 cores: in the full suite only
+@pytest.mark.parametrize("threads", [2, 4, pytest.param(8, marks=pytest.mark.slow)])
 def test_many_producers_one_consumer_lose_nothing_and_keep_order(path, threads):
     """threads-1 producers push to 16 entities while one consumer keeps merging and popping;
     a small arena forces handles through the overflow pool. Every event arrives exactly

@@ -21,7 +21,8 @@ def test_guided_chunks_shrink_and_cover_the_window(path):
     assert pel.items[chunks[0][0]] == 100
 
 
-@pytest.mark.parametrize("threads", [2, 4, 8])
+# 8 threads on 2 cores: in the full suite only
+@pytest.mark.parametrize("threads", [2, 4, pytest.param(8, marks=pytest.mark.slow)])
 def test_every_item_is_claimed_exactly_once_per_window(path, threads):
     windows = 60 if path == "fast" else 12
     pel = ParallelExecutiveList.create(4096)

@@ -36,7 +36,7 @@ def actions_given(model, steps):
 
 @pytest.mark.parametrize("lookahead", [0.25, 0.0])
 @pytest.mark.parametrize("kind", ["seer", "static"])
-@pytest.mark.parametrize("trace", [False, True])
+@pytest.mark.parametrize("trace", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_threads_make_the_action_events_and_results_stay_serial(taken, lookahead, kind,
                                                                  trace):
     model = RandomModel(200, seed=6, lookahead=lookahead)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import seer
 from seer.testing import RandomModel, assert_equivalent, random_models
+from tests.helpers import examples
 from workloads.synthetic import BenchModel
 
 KINDS = ["seer", "static", "static-block", "global", "executor"]
@@ -21,7 +22,7 @@ def factory(kind, threads):
 models = random_models()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=models, kind=st.sampled_from(KINDS), threads=st.sampled_from(THREADS),
        seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 4))
 def test_random_models_match_serial(model, kind, threads, seed, steps):
@@ -37,8 +38,13 @@ CORNERS = {
 }
 
 
+# The fast tier runs the corners at 2 threads only (the random models above sample every
+# count); the other counts, and both forced layouts below, run in the full suite.
+CORNER_THREADS = [t if t == 2 else pytest.param(t, marks=pytest.mark.slow) for t in THREADS]
+
+
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("threads", CORNER_THREADS)
 @pytest.mark.parametrize("corner", sorted(CORNERS))
 def test_corner_models_match_serial(kind, threads, corner):
     model = RandomModel(60, seed=len(corner), **CORNERS[corner])
@@ -74,7 +80,7 @@ def _forced_layout(layout):
         yield
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=models, kind=st.sampled_from(KINDS), threads=st.sampled_from(THREADS),
        seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 4),
        layout=st.sampled_from(sorted(LAYOUTS)))

@@ -30,6 +30,7 @@ from seer.testing import (
     assert_states_identical,
     random_models,
 )
+from tests.helpers import examples
 from tests.sched.test_faults import _first_failure
 from tests.sched.test_stress import Exploding
 
@@ -42,7 +43,7 @@ def optimistic(threads, **options):
 
 
 # -- equivalence on random models ----------------------------------------------------------
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=random_models(30), threads=st.sampled_from(THREADS),
        seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 3),
        checkpoint_every=st.sampled_from([1, 1, 3]))
@@ -59,7 +60,9 @@ CORNERS = {
 }
 
 
-@pytest.mark.parametrize("threads", THREADS)
+# as in test_equivalence.py: the fast tier runs the corners at 2 threads only
+@pytest.mark.parametrize("threads", [t if t == 2 else pytest.param(t, marks=pytest.mark.slow)
+                                     for t in THREADS])
 @pytest.mark.parametrize("corner", sorted(CORNERS))
 def test_corner_models_match_serial(threads, corner):
     model = RandomModel(40, seed=len(corner), **CORNERS[corner])
