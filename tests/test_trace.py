@@ -61,10 +61,14 @@ def test_chrome_trace_event_format():
     assert {e["ph"] for e in events} >= {"X", "i", "C", "M"}
     for e in events:
         assert {"name", "ph", "pid", "tid"} <= set(e)
-        if e["ph"] == "X":
-            assert e["dur"] >= 0 and e["ts"] >= 0
         if e["ph"] in ("i", "C"):
-            assert "ts" in e
+            assert e["ts"] >= 0  # recorded after the trace's start
+    # the slices as recorded, in µs from the trace's start (to_chrome would hide a slice
+    # that ends before it starts: it writes max(duration, 0))
+    slices = [(e["tid"], e["name"], e["ts"], e["dur"]) for e in events if e["ph"] == "X"]
+    assert slices == [(t, name, (s - trace.start_ns) / 1e3, (end - s) / 1e3)
+                      for t, name, s, end, _ in trace.slices()]
+    assert all(ts >= 0 and dur >= 0 for _, _, ts, dur in slices)
     runs = [e for e in events if e["ph"] == "X" and e["name"] == "run"]
     assert all({"entity", "events", "first", "last"} <= set(e["args"]) for e in runs)
 

@@ -401,6 +401,7 @@ def test_trace_records_one_slice_per_thread_and_step():
         s = rt.stats
         assert sum(x[4]["events"] for x in slices) == s["events_processed"]
         assert sum(x[4]["rolled_back"] for x in slices) == s["rolled_back"]
-        assert isinstance(rt.trace.to_chrome(), dict)
+        chrome = rt.trace.to_chrome()["traceEvents"]
+        assert sum(e["ph"] == "X" and e["name"] == "optimistic" for e in chrome) == 6
     finally:
         rt.close()

@@ -8,7 +8,8 @@ import pytest
 import seer
 from seer.marl import SeerParallelEnv
 from seer.stpa import predictor as predictor_module
-from seer.stpa.predictor import DATA_DIR, Predictor, choose_threads, predict
+from seer.stpa.predictor import DATA_DIR, Predictor, choose_threads
+from seer.stpa.preflight import STATIC_FEATURES
 from seer.stpa.train import evaluate, group_folds
 from seer.testing import assert_outputs_identical
 from workloads.pcs import PCS
@@ -16,10 +17,27 @@ from workloads.synthetic import BenchModel
 
 
 def test_the_shipped_model_loads_and_predicts_a_thread_count():
+    """The thread count is the shipped regressor's prediction for the preflight just run,
+    rounded to a multiple of 1/t_max: recomputed here from the preflight's features (the
+    count itself depends on timings, so no fixed value can be expected)."""
     predictor = Predictor.load(DATA_DIR)
     assert predictor.t_max == 8 and predictor.mask.any()
-    threads = predict(BenchModel(200, cost_us=5, fanout=1))
-    assert 1 <= threads <= 8
+    threads, info = choose_threads(BenchModel(200, cost_us=5, fanout=1), predictor=predictor)
+    static = np.array([[info["static"][name] for name in STATIC_FEATURES]])
+    again = predictor.predict_normalised(info["features"][None], info["mask"], static)
+    assert float(again[0]) == info["normalised"] and np.isfinite(info["normalised"])
+    assert threads == min(max(round(info["normalised"] * 8), 1), 8)
+
+
+@pytest.mark.parametrize(("normalised", "threads"), [
+    (-0.5, 1), (0.0, 1), (0.06, 1), (0.2, 2), (0.3125, 2), (0.35, 3), (0.5, 4), (0.9, 7),
+    (1.0, 8), (1.7, 8)])
+def test_a_prediction_is_rounded_to_a_thread_count_and_clipped_to_1_through_t_max(
+        normalised, threads):
+    predictor = Predictor.load(DATA_DIR)
+    assert predictor.threads_for(normalised) == threads  # 0.3125 * 8 = 2.5: to even
+    assert predictor.threads_for(normalised, t_max=16) == min(max(round(normalised * 16), 1),
+                                                              16)
 
 
 def test_threads_auto_is_bit_identical_to_the_same_fixed_count():
@@ -42,7 +60,10 @@ def test_threads_auto_is_bit_identical_to_the_same_fixed_count():
 def test_threads_auto_through_the_pettingzoo_adapter():
     env = SeerParallelEnv(PCS(6, 6, cost_us=2), "seer", threads="auto")
     env.reset(seed=0)
-    assert env.runtime.stpa is not None and 1 <= env.runtime.threads <= 8
+    info = env.runtime.stpa
+    assert info is not None and env.runtime.threads == info["threads"]
+    assert info["threads"] == min(max(round(info["normalised"] * info["t_max"]), 1),
+                                  info["t_max"])
     env.close()
 
 
