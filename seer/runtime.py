@@ -165,11 +165,11 @@ class Runtime(ABC):
 
     # -- subclass hooks ---------------------------------------------------------------
     @abstractmethod
-    def _make_push(self, entity: int) -> Callable[[Event], Any]:
-        """The callable that ``emit`` of ``entity``'s context hands each new event to."""
+    def _make_push(self, e: int) -> Callable[[Event], Any]:
+        """The callable that ``emit`` of entity ``e``'s context hands each new event to."""
 
     @abstractmethod
-    def _push_external(self, event: Event) -> None:
+    def _push_external(self, ev: Event) -> None:
         """Queue an action/injected event (called on the caller's thread, between steps)."""
 
     def _push_externals(self, batch: ActionBatch) -> None:
@@ -213,8 +213,8 @@ class Runtime(ABC):
         A bad ``seed`` raises :class:`ModelError` and leaves the runtime as it was."""
         with self._operation("reset"):
             self._check_open()
-            seq = _seed_sequence(seed)
-            return self._guarded(self._reset, seq)
+            seed_seq = _seed_sequence(seed)
+            return self._guarded(self._reset, seed_seq)
 
     def step(self, actions: Any = None) -> StepResult:
         """Inject the actions as events at τ_t, run every event with τ in [τ_t, τ_{t+1}),
@@ -269,7 +269,7 @@ class Runtime(ABC):
         """Run ``operation(arg)`` (a reset or a step); parallel runtimes defer Ctrl-C here."""
         return operation(arg)
 
-    def _reset(self, seq: np.random.SeedSequence) -> StepResult:
+    def _reset(self, seed_seq: np.random.SeedSequence) -> StepResult:
         self._status = _FAILED  # until the reset completes
         self._clear_events()
         for a in self._arrays.values():
@@ -278,18 +278,18 @@ class Runtime(ABC):
         self.events_run = 0
         self._external_counters[:] = 0
         n = self.spec.n_entities
-        # Children by explicit spawn key (what seq.spawn(n) gives a fresh SeedSequence), so
-        # that reusing one SeedSequence object gives the same episode every time. The
-        # episode's own generator is the child after the entities'.
+        # Children by explicit spawn key (what seed_seq.spawn(n) gives a fresh
+        # SeedSequence), so that reusing one SeedSequence object gives the same episode
+        # every time. The episode's own generator is the child after the entities'.
         episode = None
         if self.spec.has_init_episode:
             try:
-                episode = self.model.init_episode(np.random.default_rng(child_seed(seq, n)))
+                episode = self.model.init_episode(np.random.default_rng(child_seed(seed_seq, n)))
             except Exception as exc:
                 self._raise_model_code(exc, "init_episode", None)
         self._episode = episode
         init = self.model.init_entity
-        self._seed_generators(seq)
+        self._seed_generators(seed_seq)
         for ctx in self._contexts:
             ctx.episode = episode
             ctx.snapshot = NO_SNAPSHOT
@@ -311,15 +311,15 @@ class Runtime(ABC):
         self._status = _READY
         return result
 
-    def _seed_generators(self, seq: np.random.SeedSequence) -> None:
-        """Give every entity's context its generator, seeded by ``seq``'s child of the
+    def _seed_generators(self, seed_seq: np.random.SeedSequence) -> None:
+        """Give every entity's context its generator, seeded by ``seed_seq``'s child of the
         entity's id (parallel runtimes make each one on the thread that will draw from
         it: see :meth:`seer.sched.threaded.ThreadedRuntime._seed_generators_on`)."""
         for ctx in self._contexts:
-            ctx.rng = np.random.default_rng(child_seed(seq, ctx.id))
+            ctx.rng = np.random.default_rng(child_seed(seed_seq, ctx.id))
 
     def _step(self, batch: ActionBatch) -> StepResult:
-        t1 = (self._step_index + 1) * self.spec.step_length
+        t_end = (self._step_index + 1) * self.spec.step_length
         self._status = _FAILED  # until the step completes
         self._take_snapshot()
         if self._prepares:
@@ -335,7 +335,7 @@ class Runtime(ABC):
             else:
                 np.add.at(self._external_counters, batch.entity_array, 1)
         self._push_externals(batch)
-        self._run(t1)
+        self._run(t_end)
         self._step_index += 1
         if self.model.strict_steps and self.pending:
             raise self._pending_error()
@@ -436,16 +436,16 @@ class Runtime(ABC):
         """Give each action its sequence number: its entity's count of action events so
         far this episode, plus its rank among the entity's actions in this batch (in
         numpy: one big int per action made in Python costs more than the whole pass)."""
-        k = len(batch)
+        n_actions = len(batch)
         entity = np.array(batch.entities, np.int64)
-        positions = np.arange(k, dtype=np.int64)
+        positions = np.arange(n_actions, dtype=np.int64)
         marks = self._action_marks
         marks[entity] = positions  # with repeats the last one wins: a mismatch shows them
         batch.distinct = bool((marks[entity] == positions).all())
         count = self._external_counters[entity]
         if not batch.distinct:
             seen: dict[int, int] = {}
-            rank = np.zeros(k, np.int64)
+            rank = np.zeros(n_actions, np.int64)
             for i, e in enumerate(batch.entities):
                 rank[i] = seen.get(e, 0)
                 seen[e] = rank[i] + 1
@@ -493,7 +493,7 @@ class Runtime(ABC):
         slot per agent, filled by :meth:`_store_outputs`, and the :class:`StepInfo` that
         ``outputs`` receives (None when it takes none). Computes ``step_outputs`` on the
         caller's thread, once."""
-        k = len(self.spec.agents)
+        n_agents = len(self.spec.agents)
         spec = self.spec
         info = None
         if spec.outputs_take_info or spec.has_step_outputs:
@@ -505,8 +505,8 @@ class Runtime(ABC):
                 except Exception as exc:
                     self._raise_model_code(exc, "step_outputs", None)
             info = StepInfo(self._step_index, self.time, shared, self._episode)
-        return (np.zeros(k, np.float64), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
-                [None] * k, [None] * k, info)
+        return (np.zeros(n_agents, np.float64), np.zeros(n_agents, np.bool_),
+                np.zeros(n_agents, np.bool_), [None] * n_agents, [None] * n_agents, info)
 
     def _store_outputs(self, positions: Iterable[int], state: StateArrays,
                        start: StateArrays, buffers: tuple) -> None:
@@ -518,16 +518,16 @@ class Runtime(ABC):
         rewards, terms, truncs, observations, infos, info = buffers
         extra = (info,) if self.spec.outputs_take_info else ()
         for i in positions:
-            entity = agents[i]
+            e = agents[i]
             try:
-                out = outputs(entity, state, start, *extra)
+                out = outputs(e, state, start, *extra)
             except Exception as exc:
-                self._raise_model_code(exc, "outputs", entity, position=i)
+                self._raise_model_code(exc, "outputs", e, position=i)
             try:
                 observations[i], rewards[i], terms[i], truncs[i], infos[i] = out
             except (TypeError, ValueError) as exc:
                 err = ModelError(
-                    f"outputs() of model {self.spec.name!r} for entity {entity} must return "
+                    f"outputs() of model {self.spec.name!r} for entity {e} must return "
                     f"(observation, reward, terminated, truncated, info); got "
                     f"{_short(out)} ({exc})")
                 err.agent_position = i  # type: ignore[attr-defined]
@@ -563,9 +563,9 @@ class Runtime(ABC):
         limit = self.max_events_per_step
         return _NO_LIMIT if limit is None else limit
 
-    def _step_limit_error(self, entity: int, ev: Event | None, detail: str) -> StepLimitError:
+    def _step_limit_error(self, e: int, ev: Event | None, detail: str) -> StepLimitError:
         """The error for a step that ran more than ``max_events_per_step`` events."""
-        err = step_limit_error(self.spec.name, self.max_events_per_step, entity, ev, detail)
+        err = step_limit_error(self.spec.name, self.max_events_per_step, e, ev, detail)
         err.kind = self._kind_name(ev.kind) if ev is not None else None
         err.step = self._step_index
         if ev is None:
@@ -596,8 +596,8 @@ class Runtime(ABC):
             # cycle, so that a dropped runtime releases its threads without the collector.
             exc = err = None
 
-    def _handler_failed(self, exc: BaseException, entity: int, kind: str,
-                        event: Event | None) -> BaseException:
+    def _handler_failed(self, exc: BaseException, e: int, kind: str,
+                        ev: Event | None) -> BaseException:
         """Mark the runtime failed and return the exception the caller should see."""
         self._mark_failed()
         if isinstance(exc, ContractError):
@@ -605,8 +605,8 @@ class Runtime(ABC):
             exc.kind = kind
             return exc
         if isinstance(exc, Exception):
-            return HandlerError(model=self.spec.name, step=self._step_index, entity=entity,
-                                kind=kind, event=event, cause=exc)
+            return HandlerError(model=self.spec.name, step=self._step_index, entity=e,
+                                kind=kind, event=ev, cause=exc)
         return exc  # KeyboardInterrupt, SystemExit: propagate unchanged
 
     def _kind_name(self, k: int) -> str:
@@ -640,10 +640,11 @@ def _event_limit(limit: Any) -> int | None:
     return int(limit)
 
 
-def child_seed(seq: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
-    """``seq``'s ``i``-th child, as ``seq.spawn`` would make it on a fresh sequence."""
-    return np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, i),
-                                  pool_size=seq.pool_size)
+def child_seed(seed_seq: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
+    """``seed_seq``'s ``i``-th child, as ``seed_seq.spawn`` would make it on a fresh
+    sequence."""
+    return np.random.SeedSequence(seed_seq.entropy, spawn_key=(*seed_seq.spawn_key, i),
+                                  pool_size=seed_seq.pool_size)
 
 
 def _seed_sequence(seed: Any) -> np.random.SeedSequence:

@@ -46,7 +46,7 @@ class SerialRuntime(Runtime):
         if self.trace is not None:
             self.trace.ensure(1, [threading.current_thread().name])
 
-    def _make_push(self, entity: int) -> Callable[[Event], Any]:
+    def _make_push(self, e: int) -> Callable[[Event], Any]:
         if self.debug:
             return self._push_recording_payload
         return partial(heapq.heappush, self._heap)
@@ -57,8 +57,8 @@ class SerialRuntime(Runtime):
             self._payload_copies[ev.seq] = frozen
         heapq.heappush(self._heap, ev)
 
-    def _push_external(self, event: Event) -> None:
-        heapq.heappush(self._heap, event)
+    def _push_external(self, ev: Event) -> None:
+        heapq.heappush(self._heap, ev)
 
     def _clear_events(self) -> None:
         self._heap.clear()

@@ -170,14 +170,14 @@ class Calendar(_PendingEntries):
         runs = self._runs
         while runs and 2 * len(run) >= len(runs[-1]):
             below = runs.pop()
-            t1, s1, e1 = below.live()
-            t2, s2, e2 = run.live()
-            tau = np.concatenate((t1, t2))
+            tau1, seq1, entity1 = below.live()
+            tau2, seq2, entity2 = run.live()
+            tau = np.concatenate((tau1, tau2))
             # Two sorted runs back to back: timsort ("stable") finds them and merges them
             # in one linear pass, 4-5x faster than the introsort of a fresh run.
             order = np.argsort(tau, kind="stable")
-            run = _Run(tau[order], np.concatenate((s1, s2))[order],
-                       np.concatenate((e1, e2))[order])
+            run = _Run(tau[order], np.concatenate((seq1, seq2))[order],
+                       np.concatenate((entity1, entity2))[order])
         runs.append(run)
 
     def _flush(self) -> None:
@@ -202,11 +202,11 @@ class Calendar(_PendingEntries):
         for run in self._runs:
             lo = run.lo
             tau = run.tau
-            t = tau[lo]
-            if best is not None and t > best[0]:
+            t_min = tau[lo]
+            if best is not None and t_min > best[0]:
                 continue
-            last = int(np.searchsorted(tau, t, "right"))  # the group of equal tau
-            key = (float(t), int(run.seq[lo:last].min()))
+            last = int(np.searchsorted(tau, t_min, "right"))  # the group of equal tau
+            key = (float(t_min), int(run.seq[lo:last].min()))
             if best is None or key < best:
                 best = key
         return best
@@ -215,29 +215,29 @@ class Calendar(_PendingEntries):
         """Remove every entry with ``κ < bound``; return their entities, each once, in the
         order of their first entry taken (int64 array)."""
         self._flush()
-        bt, bs = bound
+        b_tau, b_seq = bound
         parts = []
         heap = self._heap
         if heap and heap[0] < bound:
             pop = heapq.heappop
             found = []
             while heap and heap[0] < bound:
-                found.append(pop(heap)[2])
+                found.append(pop(heap)[2])  # the entry's entity
             parts.append(np.array(found, np.int64))
         runs = self._runs
         taken = False
         for run in runs:
             lo = run.lo
-            if run.tau[lo] > bt:
+            if run.tau[lo] > b_tau:
                 continue
             tau = run.tau
-            end = int(np.searchsorted(tau, bt, "left"))
-            if bs >= 0:  # a lookahead-0 round: some entries at τ == bt may be ready too
-                last = int(np.searchsorted(tau, bt, "right"))
-                if bs > _INT64_MAX:  # depth-63 round: every int64 seq is below the bound
+            end = int(np.searchsorted(tau, b_tau, "left"))
+            if b_seq >= 0:  # a lookahead-0 round: some entries at τ == b_tau may be ready too
+                last = int(np.searchsorted(tau, b_tau, "right"))
+                if b_seq > _INT64_MAX:  # depth-63 round: every int64 seq is below the bound
                     end = last
                 elif last > lo:
-                    # Order the live part of the τ == bt group by seq (earlier rounds took
+                    # Order the live part of the τ == b_tau group by seq (earlier rounds took
                     # entries below their bound from it, so what is left starts at lo).
                     start = end if end > lo else lo
                     seq = run.seq
@@ -245,7 +245,7 @@ class Calendar(_PendingEntries):
                         order = np.argsort(seq[start:last], kind="stable") + start
                         seq[start:last] = seq[order]
                         run.entity[start:last] = run.entity[order]
-                    end = start + int(np.searchsorted(seq[start:last], bs, "left"))
+                    end = start + int(np.searchsorted(seq[start:last], b_seq, "left"))
             if end > lo:
                 parts.append(run.entity[lo:end])
                 run.lo = end
@@ -287,9 +287,9 @@ class Calendar(_PendingEntries):
         self._flush()
         parts = [r.live() for r in self._runs]
         if self._heap:
-            t, q, e = zip(*self._heap, strict=True)
-            parts.append((np.array(t, np.float64), np.array(q, np.int64),
-                          np.array(e, np.int64)))
+            tau, seq, entity = zip(*self._heap, strict=True)
+            parts.append((np.array(tau, np.float64), np.array(seq, np.int64),
+                          np.array(entity, np.int64)))
         if not parts:
             return np.empty(0, np.float64), _EMPTY_I, _EMPTY_I
         tau = np.concatenate([p[0] for p in parts])
@@ -364,22 +364,22 @@ class DenseCalendar(_PendingEntries):
         """The smallest κ listed, or None when the calendar is empty."""
         self._flush()
         keys_t = self._tau
-        t = keys_t[keys_t.argmin()]
-        if t == np.inf:
+        t_min = keys_t[keys_t.argmin()]
+        if t_min == np.inf:
             return None
-        return (float(t), int(self._seq[keys_t == t].min()))
+        return (float(t_min), int(self._seq[keys_t == t_min].min()))
 
     def pop_ready(self, bound: tuple[float, int]) -> np.ndarray:
         """Remove the key of every entity listed below ``bound`` and return those
         entities, in id order (int64 array). Each must then be run and list its new head
         (the class docstring's contract)."""
         self._flush()
-        bt, bs = bound
+        b_tau, b_seq = bound
         keys_t = self._tau
-        ready = keys_t < bt
-        if bs >= 0:  # a lookahead-0 round: the entities at τ == bt below the depth bound
-            at = keys_t == bt
-            ready |= at if bs > _INT64_MAX else at & (self._seq < bs)
+        ready = keys_t < b_tau
+        if b_seq >= 0:  # a lookahead-0 round: the entities at τ == b_tau below the depth bound
+            at = keys_t == b_tau
+            ready |= at if b_seq > _INT64_MAX else at & (self._seq < b_seq)
         ready = np.flatnonzero(ready)
         keys_t[ready] = np.inf
         return ready

@@ -172,7 +172,7 @@ class WindowWorker:
             # This thread's own start time and sequence numbers (see take_action).
             t0, seqs = _own_float(batch.t0), memoryview(batch.seq_array)
             kinds, payloads = batch.kinds, batch.payloads
-        n = done = 0
+        ran = done = 0
         try:
             for e in entities:
                 heap = heaps[e]
@@ -202,8 +202,8 @@ class WindowWorker:
                             raise
                         bound = self._failed(exc, ev)
                         break
-                    n += 1
-                    if n > limit:
+                    ran += 1
+                    if ran > limit:
                         bound = self._failed(self.runtime_limit_error(e, ev, "in one window"),
                                              ev)
                         break
@@ -215,7 +215,7 @@ class WindowWorker:
                 done += 1
         finally:
             self.cur = -1
-            self.events += n
+            self.events += ran
             self.stats.entities += done
 
     def take_action(self, e: int, heap: list[Event]) -> None:
@@ -328,15 +328,15 @@ class TracingWindowWorker(WindowWorker):
             heap = heaps[e]
             if self.actions is not None and self.actions[0][e] >= 0:
                 self.take_action(e, heap)
-            limit = self.failure_key if self.failure_key < bound else bound
-            first = heap[0][:2] if heap and heap[0] < limit else None
+            below = self.failure_key if self.failure_key < bound else bound
+            first = heap[0][:2] if heap and heap[0] < below else None
             before = self.events
-            t0 = _ns()
+            start = _ns()
             run_one([e], bound)
-            n = self.events - before
-            if n:
+            ran = self.events - before
+            if ran:
                 ctx = contexts[e]
-                trace.slice(index, "run", t0, _ns(), entity=e, events=n, first=first,
+                trace.slice(index, "run", start, _ns(), entity=e, events=ran, first=first,
                             last=(ctx.now, ctx._seq))
 
 
@@ -415,30 +415,30 @@ class DualQueueRuntime(WindowedRuntime):
         threads = pool.threads
         n = self.spec.n_entities
         home = self.assignment.home(np.arange(n, dtype=np.int64), threads, n)
-        homed = [np.flatnonzero(home == i).tolist() for i in range(threads)]
+        homed = [np.flatnonzero(home == index).tolist() for index in range(threads)]
         traced = {} if self.trace is None else {"trace": self.trace}
         worker = WindowWorker if self.trace is None else TracingWindowWorker
         workers: list[WindowWorker | None] = [None] * threads
         limit_error = partial(step_limit_error, self.spec.name, self.max_events_per_step)
 
-        def make(i: int) -> None:
-            self._own_contexts(homed[i])
-            workers[i] = worker(
-                self._leqs.worker(self._arena.slab(i), self._atomics_path),
-                self.assignment.claimer(self._pel, i, threads, self._atomics_path),
+        def make(index: int) -> None:
+            self._own_contexts(homed[index])
+            workers[index] = worker(
+                self._leqs.worker(self._arena.slab(index), self._atomics_path),
+                self.assignment.claimer(self._pel, index, threads, self._atomics_path),
                 self._pel.claimer(threads, path=self._atomics_path),
-                pool.stats[i], self._contexts, self._handlers, self._private_views(),
+                pool.stats[index], self._contexts, self._handlers, self._private_views(),
                 self._event_limit, limit_error, self._calendar_box,
-                **({"index": i, **traced} if traced else {}))
+                **({"index": index, **traced} if traced else {}))
 
         pool.run_setup(make)
         self._workers = workers
         self._homed = homed
 
-    def _seed_generators(self, seq: np.random.SeedSequence) -> None:
+    def _seed_generators(self, seed_seq: np.random.SeedSequence) -> None:
         """Each entity's generator made on its home thread
         (:meth:`ThreadedRuntime._seed_generators_on`)."""
-        self._seed_generators_on(seq, self._homed)
+        self._seed_generators_on(seed_seq, self._homed)
 
     def _own_contexts(self, entities: list[int]) -> None:
         """Replace the contexts (and rows) of ``entities`` by copies made on this thread
@@ -490,14 +490,14 @@ class DualQueueRuntime(WindowedRuntime):
         to run (:meth:`WindowWorker.take_action`). The coordinator only lists the slots
         and the calendar entries. Only for one action per entity (a slot holds one) and
         batches big enough to pay for it; otherwise as every windowed runtime does."""
-        k = len(batch)
-        if self._pool.threads == 1 or not batch.distinct or k < _SHARED_ACTIONS_MIN:
+        n_actions = len(batch)
+        if self._pool.threads == 1 or not batch.distinct or n_actions < _SHARED_ACTIONS_MIN:
             super()._push_externals(batch)
             return
-        self._action_slots[batch.entity_array] = np.arange(k, dtype=np.int64)
+        self._action_slots[batch.entity_array] = np.arange(n_actions, dtype=np.int64)
         self._pending_actions = batch
         # equal τ: already sorted for the calendar
-        self._calendar.extend_sorted(np.full(k, batch.t0), batch.seq_array,
+        self._calendar.extend_sorted(np.full(n_actions, batch.t0), batch.seq_array,
                                      batch.entity_array)
 
     def _hand_out_actions(self) -> None:
@@ -564,9 +564,9 @@ class DualQueueRuntime(WindowedRuntime):
         end = _ns()
         trace = self.trace
         trace.slice(0, "window", start, end, ready=ready, bound=bound)
-        for i, w in enumerate(self._workers):
+        for index, w in enumerate(self._workers):
             if start <= w.task_end < end:
-                trace.slice(i, "wait", w.task_end, end)
+                trace.slice(index, "wait", w.task_end, end)
             w.task_end = 0
 
     def _window_task_traced(self, index: int) -> None:

@@ -93,7 +93,7 @@ class ExecutorRuntime(WindowedRuntime):
         worker = ExecutorWorker(self._inboxes)
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
         trace = self.trace
-        n = 0
+        ran = 0
         failure: BaseException | None = None
         try:
             for e in chunk:
@@ -106,9 +106,9 @@ class ExecutorRuntime(WindowedRuntime):
                 worker.cur, worker.heap = e, heap
                 try:
                     if trace is None:
-                        n += self._run_entity(e, bound, worker.push, worker.cal)
+                        ran += self._run_entity(e, bound, worker.push, worker.cal)
                     else:
-                        n += self._run_entity_traced(e, bound, worker, trace)
+                        ran += self._run_entity_traced(e, bound, worker, trace)
                 except Exception as exc:
                     ev = event_of(exc)
                     if failure is None or ev[:2] < event_of(failure)[:2]:
@@ -118,7 +118,7 @@ class ExecutorRuntime(WindowedRuntime):
             self._abort = True  # Ctrl-C: stop the other chunks of this window early
             raise
         try:
-            return n, worker.cal, failure
+            return ran, worker.cal, failure
         finally:
             failure = None  # no exception -> frame -> exception cycle
 
@@ -128,13 +128,13 @@ class ExecutorRuntime(WindowedRuntime):
         (executor threads are numbered 1.. in the order they first ran a chunk)."""
         heap = self._heaps[e]
         first = heap[0][:2] if heap and heap[0] < bound else None
-        t0 = time.perf_counter_ns()
-        n = self._run_entity(e, bound, worker.push, worker.cal)
-        if n:
+        start = time.perf_counter_ns()
+        ran = self._run_entity(e, bound, worker.push, worker.cal)
+        if ran:
             ctx = self._contexts[e]
-            trace.slice(self._executor_track(), "run", t0, time.perf_counter_ns(), entity=e,
-                        events=n, first=first, last=(ctx.now, ctx._seq))
-        return n
+            trace.slice(self._executor_track(), "run", start, time.perf_counter_ns(), entity=e,
+                        events=ran, first=first, last=(ctx.now, ctx._seq))
+        return ran
 
     def _executor_track(self) -> int:
         local = self._track_local
@@ -187,8 +187,8 @@ class ExecutorRuntime(WindowedRuntime):
                     self._raise_failure(exc)
             calendar = self._calendar
             failures = []
-            for n, cal, failure in (f.result() for f in futures):
-                self.events_run += n
+            for ran, cal, failure in (f.result() for f in futures):
+                self.events_run += ran
                 calendar.extend(cal)
                 if failure is not None:
                     failures.append(failure)

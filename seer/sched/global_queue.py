@@ -90,16 +90,16 @@ class GlobalQueueRuntime(ThreadedRuntime):
         self._make_workers()
 
     # -- event placement -------------------------------------------------------------------
-    def _make_push(self, entity: int) -> Callable[[Event], Any]:
+    def _make_push(self, e: int) -> Callable[[Event], Any]:
         return self._coordinator_push
 
-    def _push_external(self, event: Event) -> None:
-        heapq.heappush(self._global, event)
+    def _push_external(self, ev: Event) -> None:
+        heapq.heappush(self._global, ev)
 
     def _clear_events(self) -> None:
         self._global.clear()
-        for d in self._deferred:
-            d.clear()
+        for heap in self._deferred:
+            heap.clear()
         self._owner[:] = [False] * self.spec.n_entities
         for ctx in self._contexts:
             ctx._push = ctx._self_push = self._coordinator_push

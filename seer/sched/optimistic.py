@@ -221,10 +221,10 @@ class _Shared:
         self.n_idle = 0
         self.done = False
         self.abort = False
-        for i in range(self.threads):
-            self.idle[i] = False
-            self.sent[i] = 0
-            self.recv[i] = 0
+        for index in range(self.threads):
+            self.idle[index] = False
+            self.sent[index] = 0
+            self.recv[index] = 0
 
 
 class OptimisticWorker:
@@ -322,39 +322,39 @@ class OptimisticWorker:
                 continue
             proc = processed[e]
             ctx = contexts[e]
-            n = len(proc)
-            ckpt = self.save(e, ctx) if n % k == 0 else None
+            m = len(proc)  # ev's place in proc: processed[e][m]
+            ckpt = self.save(e, ctx) if m % k == 0 else None
             out: list[Event] = []
             # emits (to itself or not) are buffered until the handler returns
             ctx._push = ctx._self_push = out.append
             ctx.now = ev[0]
             ctx._seq = ev[1]
             self.cur = e
-            t0 = _ns()
+            start = _ns()
             try:
                 handlers[ev[3]](ctx, ev)
             except BaseException as exc:
                 tag_event(exc, ev)
                 if not isinstance(exc, Exception):
                     raise
-                load[e] += _ns() - t0
+                load[e] += _ns() - start
                 self.events += 1
                 self.fail(e, ev, ckpt, exc)
                 continue
             finally:
                 self.cur = -1
-            load[e] += _ns() - t0
+            load[e] += _ns() - start
             self.events += 1
             proc.append((ev, ckpt, out))
             self.net += 1
             if self.net > limit:
                 raise tag_event(self.limit_error(e, ev, "on one thread of the optimistic "
                                                  "runtime"), ev)
-            for x in out:
-                if x[2] == e:  # a self-event: later than everything e ran, never a straggler
-                    push(heap, x)
+            for child in out:  # the events ev emitted (child[2]: the target)
+                if child[2] == e:  # a self-event: later than everything e ran, never a straggler
+                    push(heap, child)
                 else:
-                    self.deliver(x)
+                    self.deliver(child)
             if worklist:
                 self.drain_worklist()
             if heap and heap[0][0] < t_end:
@@ -370,14 +370,14 @@ class OptimisticWorker:
         on its way, and no thread has a runnable event, so none can ever appear."""
         sh = self.sh
         cv = sh.cv
-        i = self.index
+        index = self.index
         with cv:
             if self.inbox:
                 return False
-            sh.idle[i] = True
+            sh.idle[index] = True
             sh.n_idle += 1
-            sh.sent[i] = self.sent
-            sh.recv[i] = self.recv
+            sh.sent[index] = self.sent
+            sh.recv[index] = self.recv
             try:
                 while True:
                     if sh.done or sh.abort:
@@ -390,7 +390,7 @@ class OptimisticWorker:
                         return False
                     cv.wait(_IDLE_WAIT_S)
             finally:
-                sh.idle[i] = False
+                sh.idle[index] = False
                 sh.n_idle -= 1
 
     def drain(self) -> None:
@@ -418,99 +418,99 @@ class OptimisticWorker:
             self.annihilate(worklist.popleft())
 
     # -- events arriving -------------------------------------------------------------------------
-    def deliver(self, x: Event) -> None:
-        """Send ``x`` (an emitted event for another entity) to its owner."""
+    def deliver(self, ev: Event) -> None:
+        """Send ``ev`` (an emitted event for another entity) to its owner."""
         sh = self.sh
-        o = sh.owner[x[2]]
-        if o == self.index:
-            self.insert(x)
+        owner = sh.owner[ev[2]]
+        if owner == self.index:
+            self.insert(ev)
             return
-        sh.inboxes[o].append(x)
+        sh.inboxes[owner].append(ev)
         self.sent += 1
-        if sh.idle[o]:
+        if sh.idle[owner]:
             self.wake()
 
     def wake(self) -> None:
         with self.sh.cv:
             self.sh.cv.notify_all()
 
-    def insert(self, x: Event) -> None:
-        """A positive event for an own entity: roll the entity back first if ``x`` is a
-        straggler, drop the entity's provisional failure if ``x`` comes before it."""
+    def insert(self, ev: Event) -> None:
+        """A positive event for an own entity: roll the entity back first if ``ev`` is a
+        straggler, drop the entity's provisional failure if ``ev`` comes before it."""
         sh = self.sh
-        t = x[2]
-        key = (x[0], x[1])
-        fk = sh.failed_key[t]
+        e = ev[2]
+        key = (ev[0], ev[1])
+        fk = sh.failed_key[e]
         if fk is not None and key < fk:
-            self.clear_failure(t)
-        proc = sh.processed[t]
+            self.clear_failure(e)
+        proc = sh.processed[e]
         if proc:
             last = proc[-1][0]
             if (last[0], last[1]) > key:
-                self.rollback(t, key)
-        heap = sh.pending[t]
-        _heappush(heap, x)
-        if heap[0] is x and x[0] < sh.t_end:
-            _heappush(self.sched, (x[0], x[1], t))
+                self.rollback(e, key)
+        heap = sh.pending[e]
+        _heappush(heap, ev)
+        if heap[0] is ev and ev[0] < sh.t_end:
+            _heappush(self.sched, (ev[0], ev[1], e))
 
-    def annihilate(self, x: Event) -> None:
-        """An anti-message for event ``x`` of an own entity: remove ``x`` if pending, else
-        roll its entity back to ``x`` first (then it is pending)."""
+    def annihilate(self, ev: Event) -> None:
+        """An anti-message for event ``ev`` of an own entity: remove ``ev`` if pending, else
+        roll its entity back to ``ev`` first (then it is pending)."""
         sh = self.sh
-        t = x[2]
-        key = (x[0], x[1])
-        fk = sh.failed_key[t]
+        e = ev[2]
+        key = (ev[0], ev[1])
+        fk = sh.failed_key[e]
         if fk is not None and key <= fk:
-            self.clear_failure(t)
-        proc = sh.processed[t]
+            self.clear_failure(e)
+        proc = sh.processed[e]
         rolled = False
         if proc:
             last = proc[-1][0]
             if (last[0], last[1]) >= key:
-                self.rollback(t, key)
+                self.rollback(e, key)
                 rolled = True
-        self.remove_pending(t, x)
+        self.remove_pending(e, ev)
         if not rolled:
             self.annihilated += 1
-        self.schedule(t)
+        self.schedule(e)
 
-    def remove_pending(self, t: int, x: Event) -> None:
-        heap = self.sh.pending[t]
-        # list.index compares by identity first; another pending event of ``t`` never has
-        # x's κ (seq is unique per origin and an anti-message always precedes the re-sent
+    def remove_pending(self, e: int, ev: Event) -> None:
+        heap = self.sh.pending[e]
+        # list.index compares by identity first; another pending event of ``e`` never has
+        # ev's κ (seq is unique per origin and an anti-message always precedes the re-sent
         # event on the FIFO channel), so the comparison never reaches the payloads.
         try:
-            i = heap.index(x)
+            i = heap.index(ev)
         except ValueError:
-            raise RuntimeError(f"optimistic runtime: anti-message for {x[:4]} found no "
-                               f"event of entity {t} (internal invariant broken)") from None
+            raise RuntimeError(f"optimistic runtime: anti-message for {ev[:4]} found no "
+                               f"event of entity {e} (internal invariant broken)") from None
         last = heap.pop()
         if i < len(heap):
             heap[i] = last
             _heapify(heap)
 
-    def schedule(self, t: int) -> None:
-        heap = self.sh.pending[t]
+    def schedule(self, e: int) -> None:
+        heap = self.sh.pending[e]
         if heap and heap[0][0] < self.sh.t_end:
-            _heappush(self.sched, (heap[0][0], heap[0][1], t))
+            _heappush(self.sched, (heap[0][0], heap[0][1], e))
 
-    def clear_failure(self, t: int) -> None:
-        """Something below entity ``t``'s provisional failure changed: the failure was on
+    def clear_failure(self, e: int) -> None:
+        """Something below entity ``e``'s provisional failure changed: the failure was on
         a path that is now undone; the entity runs on."""
         sh = self.sh
-        sh.failed_key[t] = None
-        sh.failed_exc[t] = None
-        self.schedule(t)
+        sh.failed_key[e] = None
+        sh.failed_exc[e] = None
+        self.schedule(e)
 
     # -- rollback --------------------------------------------------------------------------------
-    def rollback(self, t: int, key: tuple[float, int]) -> None:
-        """Undo every event of entity ``t`` at or above ``key``: cancel what they emitted,
+    def rollback(self, e: int, key: tuple[float, int]) -> None:
+        """Undo every event of entity ``e`` at or above ``key``: cancel what they emitted,
         put them back in the pending heap, restore the state from before the first."""
         sh = self.sh
-        if sh.failed_key[t] is not None:
-            self.clear_failure(t)
-        proc = sh.processed[t]
-        heap = sh.pending[t]
+        if sh.failed_key[e] is not None:
+            self.clear_failure(e)
+        proc = sh.processed[e]
+        heap = sh.pending[e]
         i = len(proc)
         while i and (proc[i - 1][0][0], proc[i - 1][0][1]) >= key:
             i -= 1
@@ -518,33 +518,33 @@ class OptimisticWorker:
         # it has already been put back into the pending heap.
         for j in range(len(proc) - 1, i - 1, -1):
             ev, _, out = proc[j]
-            for x in out:
-                self.cancel(x, t)
+            for child in out:
+                self.cancel(child, e)
             _heappush(heap, ev)
-        self.restore(t, proc, i, proc[i][1])
+        self.restore(e, proc, i, proc[i][1])
         undone = len(proc) - i
         del proc[i:]
         self.rolled_back += undone
         self.net -= undone
         self.rollbacks += 1
-        self.schedule(t)
+        self.schedule(e)
 
-    def cancel(self, x: Event, src: int) -> None:
-        """Send the anti-message for ``x``, emitted by entity ``src`` on an undone path."""
+    def cancel(self, ev: Event, origin: int) -> None:
+        """Send the anti-message for ``ev``, emitted by entity ``origin`` on an undone path."""
         self.antis += 1
-        u = x[2]
-        if u == src:  # a self-event: it is in src's pending heap
-            self.remove_pending(src, x)
+        e = ev[2]
+        if e == origin:  # a self-event: it is in origin's pending heap
+            self.remove_pending(origin, ev)
             self.annihilated += 1
             return
         sh = self.sh
-        o = sh.owner[u]
-        if o == self.index:
-            self.worklist.append(x)  # handled before any event runs (drain_worklist)
+        owner = sh.owner[e]
+        if owner == self.index:
+            self.worklist.append(ev)  # handled before any event runs (drain_worklist)
             return
-        sh.inboxes[o].append(_Anti(x))
+        sh.inboxes[owner].append(_Anti(ev))
         self.sent += 1
-        if sh.idle[o]:
+        if sh.idle[owner]:
             self.wake()
 
     def fail(self, e: int, ev: Event, ckpt: Any, exc: BaseException) -> None:
@@ -655,7 +655,7 @@ class OptimisticRuntime(ThreadedRuntime):
         pending = self._shared.pending
 
         def coordinator_push(ev: Event) -> None:  # a closure: no runtime reference cycle
-            _heappush(pending[ev[2]], ev)
+            _heappush(pending[ev.target], ev)
 
         self._coordinator_push = coordinator_push
         super().__init__(model, threads=threads, debug=debug,
@@ -687,17 +687,17 @@ class OptimisticRuntime(ThreadedRuntime):
     def _make_workers(self) -> None:
         sh = self._shared
         self._workers = [
-            OptimisticWorker(i, sh, self._contexts, self._handlers, self._rowviews,
+            OptimisticWorker(index, sh, self._contexts, self._handlers, self._rowviews,
                              self._ckpt_bytes, self.checkpoint_every, self._private_views(),
                              self._event_limit,
                              partial(step_limit_error, self.spec.name, self.max_events_per_step))
-            for i in range(self._threads)]
+            for index in range(self._threads)]
         self._bind_dirty = True
 
     def _block_binding(self) -> None:
         """ROOT-Sim's (and ROSS's) initial linear mapping: contiguous id blocks."""
-        n, t = self.spec.n_entities, self._threads
-        self._shared.owner = [e * t // n for e in range(n)]
+        n, threads = self.spec.n_entities, self._threads
+        self._shared.owner = [e * threads // n for e in range(n)]
         self._bind_dirty = True
 
     def _apply_binding(self) -> None:
@@ -718,11 +718,11 @@ class OptimisticRuntime(ThreadedRuntime):
         self._make_workers()
 
     # -- event placement ------------------------------------------------------------------------
-    def _make_push(self, entity: int) -> Callable[[Event], Any]:
+    def _make_push(self, e: int) -> Callable[[Event], Any]:
         return self._coordinator_push
 
-    def _push_external(self, event: Event) -> None:
-        self._coordinator_push(event)
+    def _push_external(self, ev: Event) -> None:
+        self._coordinator_push(ev)
 
     def _clear_events(self) -> None:
         sh = self._shared
@@ -734,8 +734,8 @@ class OptimisticRuntime(ThreadedRuntime):
         sh.failed_exc[:] = [None] * n
         sh.load_ns[:] = [0] * n
         sh.views[:] = [None] * n  # they hold the old episode's generators
-        for q in sh.inboxes:
-            q.clear()
+        for inbox in sh.inboxes:
+            inbox.clear()
         for w in self._workers:
             w.worklist.clear()
             w.sched.clear()
@@ -743,19 +743,19 @@ class OptimisticRuntime(ThreadedRuntime):
             ctx._push = ctx._self_push = self._coordinator_push
         self._block_binding()
 
-    def _seed_generators(self, seq: np.random.SeedSequence) -> None:
+    def _seed_generators(self, seed_seq: np.random.SeedSequence) -> None:
         """Each entity's generator made on the thread it is bound to at the episode's
         start (:meth:`ThreadedRuntime._seed_generators_on`)."""
-        bound: list[list[int]] = [[] for _ in range(self._pool.threads)]
+        homed: list[list[int]] = [[] for _ in range(self._pool.threads)]
         for e, owner in enumerate(self._shared.owner):
-            bound[owner].append(e)
-        self._seed_generators_on(seq, bound)
+            homed[owner].append(e)
+        self._seed_generators_on(seed_seq, homed)
 
-    def _reset(self, seq: Any) -> Any:
+    def _reset(self, seed_seq: Any) -> Any:
         self._totals = dict.fromkeys(_COUNTERS, 0)
         self._steps_since_rebind = 0
         self.gvt = 0.0
-        result = super()._reset(seq)
+        result = super()._reset(seed_seq)
         self._bind_dirty = True  # reset gave every context the shared snapshot wrapper
         return result
 
@@ -841,11 +841,11 @@ class OptimisticRuntime(ThreadedRuntime):
     def _collect(self) -> None:
         totals = self._totals
         pool_stats = self._pool.stats
-        for i, w in enumerate(self._workers):
+        for index, w in enumerate(self._workers):
             for name in _WORKER_COUNTERS:
                 totals[name] += getattr(w, name)
-            if i < len(pool_stats):
-                pool_stats[i].events += w.events
+            if index < len(pool_stats):
+                pool_stats[index].events += w.events
             w.clear_counters()
 
     # -- load sharing -----------------------------------------------------------------------------
@@ -855,13 +855,13 @@ class OptimisticRuntime(ThreadedRuntime):
         entity whose load is closest to half the gap (so it always narrows it)."""
         sh = self._shared
         self._steps_since_rebind = 0
-        t = self._threads
+        threads = self._threads
         load = np.asarray(sh.load_ns, dtype=np.float64)
         sh.load_ns[:] = [0] * len(sh.load_ns)
-        if t == 1 or not load.any():
+        if threads == 1 or not load.any():
             return
         owner = np.asarray(sh.owner, dtype=np.int64)
-        per_thread = np.bincount(owner, weights=load, minlength=t)
+        per_thread = np.bincount(owner, weights=load, minlength=threads)
         mean = per_thread.mean()
         moves = 0
         for _ in range(max(1, len(owner) // 4)):
@@ -892,22 +892,22 @@ class OptimisticRuntime(ThreadedRuntime):
         saved: rows and RNG state), ``coasted`` (events re-run to rebuild a state),
         ``provisional_failures``, ``gvt_rounds``, ``rebinding_moves``, ``rollback_rate``
         (rolled back / processed), ``gvt`` (τ of the last GVT)."""
-        t = self._totals
-        processed = t["events"]
+        totals = self._totals
+        processed = totals["events"]
         return {
             **super().stats,
             "events_processed": processed,
-            "rolled_back": t["rolled_back"],
-            "rollbacks": t["rollbacks"],
-            "anti_messages": t["antis"],
-            "annihilated": t["annihilated"],
-            "checkpoints": t["checkpoints"],
-            "state_saving_bytes": t["saved_bytes"],
-            "coasted": t["coasted"],
-            "provisional_failures": t["failures"],
-            "gvt_rounds": t["gvt_rounds"],
-            "rebinding_moves": t["rebinding_moves"],
-            "rollback_rate": t["rolled_back"] / processed if processed else 0.0,
+            "rolled_back": totals["rolled_back"],
+            "rollbacks": totals["rollbacks"],
+            "anti_messages": totals["antis"],
+            "annihilated": totals["annihilated"],
+            "checkpoints": totals["checkpoints"],
+            "state_saving_bytes": totals["saved_bytes"],
+            "coasted": totals["coasted"],
+            "provisional_failures": totals["failures"],
+            "gvt_rounds": totals["gvt_rounds"],
+            "rebinding_moves": totals["rebinding_moves"],
+            "rollback_rate": totals["rolled_back"] / processed if processed else 0.0,
             "gvt": self.gvt,
         }
 

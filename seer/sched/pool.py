@@ -142,8 +142,8 @@ class WorkerPool:
             with self._cond:
                 self._size = threads  # workers with index >= size exit when woken
                 self._publish(None)
-            for t in self._threads[threads - 1:]:
-                t.join()
+            for thread in self._threads[threads - 1:]:
+                thread.join()
             del self._threads[threads - 1:]
             del self.stats[threads:]
             del self._inside[threads:]
@@ -151,29 +151,29 @@ class WorkerPool:
             index = self._size
             self.stats.append(WorkerStats())
             self._inside.append(False)
-            t = threading.Thread(target=self._worker, args=(index, self._published[0]),
-                                 name=f"{self.name}-worker-{index}", daemon=True)
-            self._threads.append(t)
+            thread = threading.Thread(target=self._worker, args=(index, self._published[0]),
+                                      name=f"{self.name}-worker-{index}", daemon=True)
+            self._threads.append(thread)
             self._size += 1
-            t.start()
+            thread.start()
         self._update_spin()
 
     def reset_stats(self) -> None:
-        for s in self.stats:
-            for f in fields(s):
-                setattr(s, f.name, type(getattr(s, f.name))())
+        for stats in self.stats:
+            for f in fields(stats):
+                setattr(stats, f.name, type(getattr(stats, f.name))())
 
     def _worker(self, index: int, seen: int) -> None:
         cond = self._cond
         stats = self.stats[index]
         while True:
-            t_idle = time.perf_counter()
-            now = time.perf_counter_ns()
-            spin_until, hot_until = now + self._spin, now + self._hot_spin
+            idle_start = time.perf_counter()
+            clock = time.perf_counter_ns()
+            spin_until, hot_until = clock + self._spin, clock + self._hot_spin
             published = self._published
             while published[0] == seen:
-                now = time.perf_counter_ns()
-                if now >= spin_until and (now >= hot_until or not self.hot):
+                clock = time.perf_counter_ns()
+                if clock >= spin_until and (clock >= hot_until or not self.hot):
                     break
                 published = self._published
             parked = published[0] == seen
@@ -191,9 +191,9 @@ class WorkerPool:
                 continue
             if self.trace is not None:  # once per task, never per event
                 self.trace.instant(index, "wake", parked=parked)
-            t0 = time.perf_counter()
-            c0 = time.thread_time()
-            stats.idle_s += t0 - t_idle
+            busy_start = time.perf_counter()
+            cpu_start = time.thread_time()
+            stats.idle_s += busy_start - idle_start
             self._inside[index] = True
             try:
                 task(index)
@@ -203,8 +203,8 @@ class WorkerPool:
             finally:
                 task = None
                 self._inside[index] = False
-                stats.cpu_s += time.thread_time() - c0
-                stats.busy_s += time.perf_counter() - t0
+                stats.cpu_s += time.thread_time() - cpu_start
+                stats.busy_s += time.perf_counter() - busy_start
                 stats.tasks += 1
                 with cond:
                     self._pending -= 1
@@ -213,7 +213,7 @@ class WorkerPool:
 
     def run(self, task: Callable[[int], None], abort: Callable[[], None] | None = None,
             *, give_up_after: int = 2) -> None:
-        """Run ``task(i)`` on every thread ``i`` (the caller is 0) and wait for all.
+        """Run ``task(index)`` on every thread ``index`` (the caller is 0) and wait for all.
 
         If any call raised, the exception tagged with the smallest event κ (see
         :func:`_error_order`; untagged ones after tagged ones, then by thread index) is
@@ -230,8 +230,8 @@ class WorkerPool:
         self._check_usable()
         cond = self._cond
         stats = self.stats[0]
-        t0 = time.perf_counter()
-        c0 = time.thread_time()
+        busy_start = time.perf_counter()
+        cpu_start = time.thread_time()
         generation = self._published[0] + 1
         caller_error: BaseException | None = None
         try:
@@ -246,13 +246,13 @@ class WorkerPool:
                 if abort is not None:
                     abort()
         finally:
-            t1 = time.perf_counter()
+            busy_end = time.perf_counter()
             try:
                 self._wait_all(generation, abort, give_up_after)
             finally:
-                stats.cpu_s += time.thread_time() - c0
-                stats.busy_s += t1 - t0
-                stats.idle_s += time.perf_counter() - t1
+                stats.cpu_s += time.thread_time() - cpu_start
+                stats.busy_s += busy_end - busy_start
+                stats.idle_s += time.perf_counter() - busy_end
                 stats.tasks += 1
                 # Drop every reference to the task and its errors: a traceback's frames
                 # hold the runtime, and the pool lives as long as its threads.
@@ -270,11 +270,11 @@ class WorkerPool:
             caller_error = errors = None  # no exception -> frame -> exception cycle
 
     def run_setup(self, task: Callable[[int], None]) -> None:
-        """Run ``task(i)`` on every thread ``i``, as set-up work: not counted in
+        """Run ``task(index)`` on every thread ``index``, as set-up work: not counted in
         :attr:`stats` and not traced. Free-threaded CPython counts references to an object
         with a cheap non-atomic add only on the thread that made it, so objects a thread
         will use on every event are best made on that thread."""
-        saved = [s.as_dict() for s in self.stats]
+        saved = [stats.as_dict() for stats in self.stats]
         trace, self.trace = self.trace, None
         try:
             self.run(task)
@@ -322,8 +322,8 @@ class WorkerPool:
 
     def _give_up(self) -> None:
         """Stop waiting for the workers still inside the task: they are abandoned."""
-        self.stuck = [(i, self._threads[i - 1].name) for i in range(1, self._size)
-                      if self._inside[i]]
+        self.stuck = [(index, self._threads[index - 1].name) for index in range(1, self._size)
+                      if self._inside[index]]
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -345,9 +345,9 @@ class WorkerPool:
             self._closed = True
             self._publish(None)
         abandoned = {name for _, name in self.stuck}  # never joined: they may never return
-        for t in self._threads:
-            if t is not threading.current_thread() and t.name not in abandoned:
-                t.join()
+        for thread in self._threads:
+            if thread is not threading.current_thread() and thread.name not in abandoned:
+                thread.join()
         self._threads.clear()
 
     def __enter__(self) -> WorkerPool:

@@ -205,21 +205,22 @@ class ThreadedRuntime(Runtime):
                 self._abandon(self._pool.stuck)
             raise
 
-    def _reset(self, seq: Any) -> Any:
+    def _reset(self, seed_seq: Any) -> Any:
         self.windows_run = 0
-        return super()._reset(seq)
+        return super()._reset(seed_seq)
 
-    def _seed_generators_on(self, seq: np.random.SeedSequence, homed: list[list[int]]) -> None:
-        """Make the generator of every entity in ``homed[i]`` on pool thread ``i``, from
-        the same seed as serial's (so the same draws). Generators made one after another
+    def _seed_generators_on(self, seed_seq: np.random.SeedSequence,
+                            homed: list[list[int]]) -> None:
+        """Make the generator of every entity in ``homed[index]`` on pool thread ``index``,
+        from the same seed as serial's (so the same draws). Generators made one after another
         by one thread sit side by side in memory, and every draw writes the generator's
         state: two threads drawing from neighbours would share cache lines. Seeding on
         every thread also makes ``reset`` faster. With one thread, all on the caller."""
         contexts, rng = self._contexts, np.random.default_rng
 
-        def seed(i: int) -> None:
-            for e in homed[i]:
-                contexts[e].rng = rng(child_seed(seq, e))
+        def seed(index: int) -> None:
+            for e in homed[index]:
+                contexts[e].rng = rng(child_seed(seed_seq, e))
 
         self._pool.run_setup(seed)
 

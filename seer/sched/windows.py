@@ -93,11 +93,11 @@ class WindowedRuntime(ThreadedRuntime):
                          max_events_per_step=max_events_per_step, trace=trace)
 
     # -- coordinator-side event placement (between windows, single-threaded) ----------------
-    def _make_push(self, entity: int) -> Callable[[Event], Any]:
+    def _make_push(self, e: int) -> Callable[[Event], Any]:
         return self._coordinator_push
 
-    def _push_external(self, event: Event) -> None:
-        self._coordinator_push(event)
+    def _push_external(self, ev: Event) -> None:
+        self._coordinator_push(ev)
 
     def _push_externals(self, batch: ActionBatch) -> None:
         heaps, push = self._heaps, _heappush
@@ -169,24 +169,24 @@ class WindowedRuntime(ThreadedRuntime):
         raise NotImplementedError
 
     def _run_entity(self, e: int, bound: tuple[float, int], push: Callable[[Event], Any],
-                    calendar_out: CalendarBatch) -> int:
+                    cal: CalendarBatch) -> int:
         """Run entity ``e``'s events ``< bound`` from its heap in κ order, with emits going
-        to ``push``; add the entity's next head to ``calendar_out``. Returns the number
-        of events run. (SEER's worker loop inlines the same steps.)"""
+        to ``push``; add the entity's next head to the calendar batch ``cal``. Returns the
+        number of events run. (SEER's worker loop inlines the same steps.)"""
         heap = self._heaps[e]
         ctx = self._contexts[e]
         ctx._push = ctx._self_push = push
         handlers = self._handlers
         pop = heapq.heappop
         limit = self._event_limit
-        n = 0
+        ran = 0
         while heap and heap[0] < bound:
             ev = pop(heap)
             run_event(handlers, ctx, ev)
-            n += 1
-            if n > limit:
+            ran += 1
+            if ran > limit:
                 raise tag_event(self._step_limit_error(e, ev, "in one window"), ev)
         if heap:
             head = heap[0]
-            calendar_out.add(head[0], head[1], e)  # its tau and seq
-        return n
+            cal.add(head[0], head[1], e)  # its tau and seq
+        return ran
