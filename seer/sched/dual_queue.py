@@ -541,8 +541,8 @@ class DualQueueRuntime(WindowedRuntime):
                 self._workers[0].run_entities(ready.tolist(), bound)
             else:
                 self.assignment.publish(self._pel, ready, pool.threads, self.spec.n_entities)
-                task = self._window_task if trace is None else self._window_task_traced
-                pool.run(task, self._abort_window, give_up_after=self._give_up_after)
+                pool.run(self._window_task, self._abort_window,
+                         give_up_after=self._give_up_after)
         except BaseException as exc:
             self._collect()
             self._raise_failure(exc)
@@ -569,9 +569,15 @@ class DualQueueRuntime(WindowedRuntime):
                 trace.slice(index, "wait", w.task_end, end)
             w.task_end = 0
 
-    def _window_task_traced(self, index: int) -> None:
-        """:meth:`_window_task` recording each claim (``steal`` when from another thread's
-        home segment) and when the thread ran out of work."""
+    def _collect(self) -> None:
+        for w in self._workers:
+            w.collect(self)
+
+    def _window_task(self, index: int) -> None:
+        """Thread ``index``'s part of a window: claim ranges of the ready entities and run
+        them until none is left, then seal the window's results. Traced, it records each
+        claim (``steal`` when from another thread's home segment) and when the thread ran
+        out of work: one check per claim, never per entity or event."""
         w = self._workers[index]
         claimer = w.claimer
         claimer.reset(self._pool.threads)
@@ -583,36 +589,17 @@ class DualQueueRuntime(WindowedRuntime):
                 if chunk is None:
                     w.seal()
                     return
-                trace.instant(index, "steal" if claimer.steals > steals else "claim",
-                              start=chunk[0], stop=chunk[1])
-                run(items[chunk[0]:chunk[1]].tolist(), bound)
-        except BaseException:
-            self._abort = True
-            raise
-        finally:
-            w.task_end = _ns()
-
-    def _collect(self) -> None:
-        for w in self._workers:
-            w.collect(self)
-
-    def _window_task(self, index: int) -> None:
-        w = self._workers[index]
-        claimer = w.claimer
-        claimer.reset(self._pool.threads)
-        items = self._pel.items
-        bound = self._bound
-        run = w.run_entities
-        try:
-            while not self._abort:
-                chunk = claimer.claim()
-                if chunk is None:
-                    w.seal()
-                    return
-                run(items[chunk[0]:chunk[1]].tolist(), bound)
+                start, stop = chunk
+                if trace is not None:
+                    trace.instant(index, "steal" if claimer.steals > steals else "claim",
+                                  start=start, stop=stop)
+                run(items[start:stop].tolist(), bound)
         except BaseException:
             self._abort = True  # Ctrl-C (handler errors are recorded, not raised)
             raise
+        finally:
+            if trace is not None:
+                w.task_end = _ns()
 
     # -- outputs in parallel ---------------------------------------------------------------
     def _outputs(self) -> StepResult:
