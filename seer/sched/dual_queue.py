@@ -90,7 +90,7 @@ class WindowWorker:
     an atomic field, so every load of such an object from a hot loop costs a contended
     atomic. The worker therefore holds its own bound methods of the handlers and its own
     views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
-    and :meth:`run_entities` loads every shared container once per chunk, not per event."""
+    and :meth:`run_merged` loads every shared container once per chunk, not per event."""
 
     __slots__ = ("actions", "cal", "calendars", "claimer", "contexts", "cur", "events",
                  "failure", "failure_key", "handlers", "heads", "heaps", "leq", "limit",
@@ -111,7 +111,7 @@ class WindowWorker:
             for h in handlers)
         self.state, self.snapshot = views  # this thread's own wrappers and array views
         self.leq = leq
-        self.heads = leq.heads  # plain view of the intake heads (see run_entities)
+        self.heads = leq.heads  # plain view of the intake heads (see merge_sent)
         self.slab = leq.slab
         self.send_all = leq.send_all  # the cross-event path: records + CAS pushes
         self.claimer = claimer  # the assignment's claimer (windows)
@@ -121,7 +121,7 @@ class WindowWorker:
         # The runtime's box holding the calendar in use (seal() asks it how to hand over).
         self.calendars = calendars
         self.cur = -1  # the entity this thread runs (named if the thread gets stuck)
-        # In the window that takes a step's actions: (slots, batch) for take_action.
+        # In the window that takes a step's actions: (slots, batch) for merge_sent.
         self.actions: tuple[memoryview, ActionBatch] | None = None
         self.sealed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.events = 0  # events run since the coordinator last collected
@@ -130,18 +130,23 @@ class WindowWorker:
         # append itself: an emit to another entity calls no Python code.
         self.outbox: list[Event] = []
         self.push = self.outbox.append  # one bound method, made once, handed to contexts
-        self.limit = limit  # max events in one run_entities call (max_events_per_step)
+        self.limit = limit  # max events in one run_merged call (max_events_per_step)
         self.runtime_limit_error = limit_error
         # The κ-smallest failure this thread met in the current window, and its key.
         self.failure: BaseException | None = None
         self.failure_key: tuple[float, int] = _NO_FAILURE
 
     def run_entities(self, entities: list[int], bound: tuple[float, int]) -> None:
-        """Run each claimed entity's events ``< bound`` in κ order: merge its intake into
-        its heap, run the heap's prefix, list its next head in the calendar batch.
+        """Run the claimed ``entities`` on their events ``< bound``: first merge into each
+        one's heap what was sent to it (:meth:`merge_sent`), then run them
+        (:meth:`run_merged`). Two passes over the claim, so that the traced worker shares
+        both with no call per entity here."""
+        self.merge_sent(entities)
+        self.run_merged(entities, bound)
 
-        This is the hot loop: the dispatch of :func:`seer.runtime.run_event` is inlined
-        (a call per event costs measurably here) and everything is in locals.
+    def merge_sent(self, entities: list[int]) -> None:
+        """Merge into the heap of each claimed entity what was sent to it: its LEQ intake
+        and, in the step's first window, its action event.
 
         The intake check is a *plain* read of ``e``'s head words of both epochs, safe only
         because of the window barrier: every push for ``e`` made before this window is
@@ -149,6 +154,39 @@ class WindowWorker:
         comes from a handler of this window, so it carries an event at or after the bound
         (lookahead) and is merged at the entity's next claim (``docs/design.md``, "The
         window barrier").
+
+        An action event is made of this thread's own objects: a copy of the step's start
+        time and the sequence number read from the batch's array, not the coordinator's
+        float and ints from the batch's lists. Every action event of a step holds that
+        time, and every thread reads it as ``ctx.now`` and frees the events it ran, so one
+        shared float would have both threads counting references to it, atomically, all
+        through the step's first window (``docs/performance.md``). The actions wait in
+        slots (see :meth:`DualQueueRuntime._push_externals`)."""
+        heaps, heads, merge = self.heaps, self.heads, self.leq.merge
+        now_off, prev_off = self.leq.offset, self.leq.previous_offset
+        actions = self.actions
+        if actions is None:
+            for e in entities:
+                if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
+                    merge(e)
+            return
+        slots, batch = actions
+        t0, seqs = _own_float(batch.t0), memoryview(batch.seq_array)
+        kinds, payloads = batch.kinds, batch.payloads
+        for e in entities:
+            if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
+                merge(e)
+            if (i := slots[e]) >= 0:
+                slots[e] = -1
+                _heappush(heaps[e], _tuple_new(Event, (t0, seqs[i], e, kinds[i], payloads[i])))
+
+    def run_merged(self, entities: list[int], bound: tuple[float, int]) -> None:
+        """Run each claimed entity's events ``< bound`` from its heap in κ order (what was
+        sent to it is merged: :meth:`merge_sent`) and list its next head in the calendar
+        batch.
+
+        This is the hot loop: the dispatch of :func:`seer.runtime.run_event` is inlined
+        (a call per event costs measurably here) and everything is in locals.
 
         A handler's ``Exception`` does not stop the thread: it is recorded (the κ-smallest
         one is kept in :attr:`failure`), the failing entity stops, and every later entity
@@ -159,28 +197,15 @@ class WindowWorker:
         if self.failure_key < bound:
             bound = self.failure_key
         heaps, contexts, handlers = self.heaps, self.contexts, self.handlers
-        leq = self.leq
-        heads, merge, push, snapshot = self.heads, leq.merge, self.push, self.snapshot
-        now_off, prev_off = leq.offset, leq.previous_offset
+        push, snapshot = self.push, self.snapshot
         cal = self.cal
         cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
         pop = _heappop
         limit = self.limit
-        actions = self.actions
-        if actions is not None:
-            slots, batch = actions
-            # This thread's own start time and sequence numbers (see take_action).
-            t0, seqs = _own_float(batch.t0), memoryview(batch.seq_array)
-            kinds, payloads = batch.kinds, batch.payloads
         ran = done = 0
         try:
             for e in entities:
                 heap = heaps[e]
-                if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
-                    merge(e)
-                if actions is not None and (i := slots[e]) >= 0:
-                    slots[e] = -1
-                    _heappush(heap, _tuple_new(Event, (t0, seqs[i], e, kinds[i], payloads[i])))
                 self.cur = e
                 ctx = contexts[e]
                 if ctx._push is not push:  # a store costs reference-count traffic; a
@@ -217,23 +242,6 @@ class WindowWorker:
             self.cur = -1
             self.events += ran
             self.stats.entities += done
-
-    def take_action(self, e: int, heap: list[Event]) -> None:
-        """Make entity ``e``'s action event of this step and put it in its heap (``e`` is
-        claimed by this thread; see :meth:`DualQueueRuntime._push_externals`).
-        :meth:`run_entities` does the same inline.
-
-        The event is made of this thread's own objects: a copy of the step's start time
-        and the sequence number read from the batch's array, not the coordinator's float
-        and ints from the batch's lists. Every action event of a step holds that time,
-        and every thread reads it as ``ctx.now`` and frees the events it ran, so one
-        shared float would have both threads counting references to it, atomically, all
-        through the step's first window (``docs/performance.md``)."""
-        slots, batch = self.actions
-        i = slots[e]
-        slots[e] = -1
-        _heappush(heap, _tuple_new(Event, (_own_float(batch.t0), int(batch.seq_array[i]), e,
-                                           batch.kinds[i], batch.payloads[i])))
 
     def _failed(self, exc: BaseException, ev: Event) -> tuple[float, int]:
         """Record ``exc`` from event ``ev``; return the bound for the rest of the window."""
@@ -305,9 +313,10 @@ class WindowWorker:
 class TracingWindowWorker(WindowWorker):
     """A :class:`WindowWorker` that records a ``run`` slice per entity (``trace=True``).
 
-    It runs each entity through the ordinary hot loop, one entity per call, after merging
-    its intake itself so that the first event's key is known: tracing costs a call and two
-    clock reads per entity, and the untraced runtime uses :class:`WindowWorker` unchanged.
+    It merges a claim as the untraced worker does (:meth:`merge_sent`), then runs each
+    entity through the same hot loop (:meth:`run_merged`), one entity per call, so that the
+    key of each run's first event is known: tracing costs a call and two clock reads per
+    entity, and the untraced runtime uses :class:`WindowWorker` unchanged.
     """
 
     __slots__ = ("index", "task_end", "trace")
@@ -319,20 +328,16 @@ class TracingWindowWorker(WindowWorker):
         self.task_end = 0
 
     def run_entities(self, entities: list[int], bound: tuple[float, int]) -> None:
-        heaps, contexts, merge, heads = self.heaps, self.contexts, self.leq.merge, self.heads
-        now_off, prev_off = self.leq.offset, self.leq.previous_offset
-        run_one, index, trace = super().run_entities, self.index, self.trace
+        self.merge_sent(entities)
+        heaps, contexts = self.heaps, self.contexts
+        run, index, trace = self.run_merged, self.index, self.trace
         for e in entities:
-            if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
-                merge(e)
             heap = heaps[e]
-            if self.actions is not None and self.actions[0][e] >= 0:
-                self.take_action(e, heap)
             below = self.failure_key if self.failure_key < bound else bound
             first = heap[0][:2] if heap and heap[0] < below else None
             before = self.events
             start = _ns()
-            run_one([e], bound)
+            run([e], bound)
             ran = self.events - before
             if ran:
                 ctx = contexts[e]
@@ -487,7 +492,7 @@ class DualQueueRuntime(WindowedRuntime):
         """Leave making the action events to the threads: each action's entity is ready in
         the step's first window (its event is at the step start, depth 0: below every
         first bound), so its claimer makes the event and puts it in the heap it is about
-        to run (:meth:`WindowWorker.take_action`). The coordinator only lists the slots
+        to run (:meth:`WindowWorker.merge_sent`). The coordinator only lists the slots
         and the calendar entries. Only for one action per entity (a slot holds one) and
         batches big enough to pay for it; otherwise as every windowed runtime does."""
         n_actions = len(batch)

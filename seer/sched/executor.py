@@ -88,7 +88,7 @@ class ExecutorRuntime(WindowedRuntime):
 
     def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch, BaseException | None]:
         """Run a chunk of entities; a handler's ``Exception`` is recorded and later entities
-        run only below its κ (see ``WindowWorker.run_entities``), so the window's reported
+        run only below its κ (see ``WindowWorker.run_merged``), so the window's reported
         failure is the one serial stepping meets first."""
         worker = ExecutorWorker(self._inboxes)
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
