@@ -7,7 +7,7 @@
   the mean observation of all agents. One forward pass covers all agents of a step.
 * :class:`RunningNorm`: observation normalisation whose statistics travel in the
   ``state_dict`` (so a checkpoint holds everything the policy needs).
-* :class:`Adam`: :class:`seer.adam.Adam` with the trainer's defaults. ``torch.optim`` is
+* :class:`Adam`: :class:`seer.stpa.adam.Adam` with the trainer's defaults. ``torch.optim`` is
   deliberately not used: constructing a ``torch.optim`` optimizer imports
   ``torch._dynamo`` and with it triton, whose extension re-enables the GIL on free-threaded
   CPython (checked on torch 2.14).
@@ -168,7 +168,7 @@ class ActorCritic(nn.Module):
 
 
 class Adam(_Adam):
-    """:class:`seer.adam.Adam` with the trainer's defaults: ``eps`` 1e-5 and the gradients'
+    """:class:`seer.stpa.adam.Adam` with the trainer's defaults: ``eps`` 1e-5 and the gradients'
     global norm clipped at 0.5."""
 
     def __init__(self, params: list[torch.Tensor], lr: float,
