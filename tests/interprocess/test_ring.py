@@ -28,7 +28,8 @@ def test_ring_capacity_must_be_a_power_of_two():
         MpmcRing.create(6)
 
 
-# the fast tier runs 2 producers and 2 consumers; the rest is in the full suite
+# the fast tier runs 2 producers and 2 consumers, on the public path (tests/conftest.py
+# SLOW); the rest is in the full suite
 @pytest.mark.parametrize(("producers", "consumers"), [
     pytest.param(1, 1, marks=pytest.mark.slow), (2, 2),
     pytest.param(4, 4, marks=pytest.mark.slow), pytest.param(6, 2, marks=pytest.mark.slow)])
