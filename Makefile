@@ -5,7 +5,7 @@ GIL_PY := .venv-gil/bin/python
 # The quick equivalence subset that `make test` also runs on an ordinary GIL python3
 # (scripts/gil-venv.sh), so that a model developed there behaves the same on 3.14t:
 # events, model and serial runtime, every runtime against serial at small sizes, the
-# misuse and fault scenarios, and the stored cross-interpreter hash (about 30 s).
+# misuse and fault scenarios, and the stored cross-interpreter hash (about 1 min).
 GIL_TESTS := tests/test_events.py tests/test_model.py tests/test_serial.py \
 	tests/test_platform.py tests/test_interpreters.py tests/sched/test_equivalence.py \
 	tests/sched/test_faults.py
@@ -31,7 +31,7 @@ test: bootstrap
 	else $(MAKE) --no-print-directory test-gil; fi
 
 # The edit-loop tier (docs/testing.md): every test not marked slow, the property tests at
-# the `fast` hypothesis profile (30 examples each); about 50 s on 2 idle cores. Everything
+# the `fast` hypothesis profile (30 examples each); 44 s on 2 idle cores. Everything
 # it leaves out still runs in `make test`.
 test-fast: bootstrap
 	@$(PY) -m pytest -q -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS); rc=$$?; \
