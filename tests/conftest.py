@@ -91,6 +91,10 @@ SLOW = {
     "tests/interprocess/test_ring.py::test_ring_mpmc_loses_nothing_and_keeps_each_producers_order"
     "[fast-2-2]": "60 000 values through spinning threads: 0.6 s idle, 10 s on a busy machine "
                   "(the public path's case stays, with 4 000)",
+    "tests/test_benchmark.py::test_seer_bench_on_a_model_defined_outside_the_repository":
+        "seer bench in a subprocess (3 s)",
+    "tests/test_benchmark.py::test_seer_bench_times_a_runtime_registered_by_an_imported_module":
+        "seer bench in a subprocess (3 s)",
     "tests/examples/test_locality_steal.py::test_the_script_runs_quick":
         "the tutorial script, with its traces and plot (3 s)",
     "tests/examples/test_locality_steal.py::test_bench_runtimes_imports_the_strategy":

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -156,7 +157,7 @@ def test_bad_arguments_are_refused_by_name():
 def test_primitives():
     assert paired([2.0, 4.0, 9.0], [1.0, 1.0, 3.0]) == 3.0
     seen = []
-    assert on_threads(3, lambda i, n: seen.append((i, n)), 5) >= 0
+    assert on_threads(3, lambda i, n: (seen.append((i, n)), time.sleep(0.02)), 5) >= 0.02
     assert sorted(seen) == [(0, 5), (1, 5), (2, 5)]
     with pytest.raises(ZeroDivisionError):
         on_threads(2, lambda i, n: 1 / i, 1)
