@@ -5,6 +5,17 @@ A runtime subclass supplies only the event machinery: where emitted events go
 are dropped (``_clear_events``) and how the events of ``[τ_t, τ_{t+1})`` are run
 (``_run``). Everything that decides *results* lives here, once, so that all runtimes agree
 on it by construction (``docs/design.md``, "The runtime hierarchy").
+
+Names. The runtimes' code gives each concept one name, the one ``docs/design.md`` uses:
+``e`` an entity id (``entities`` several, ``n`` how many the model has), ``ev`` an event
+(its fields by position: :mod:`seer.events`, "Layout"), ``tau`` and ``seq`` an event's time
+and sequence number, ``key`` a κ ``(tau, seq)``, ``bound`` a window's bound B, ``t_min``
+the earliest pending time, ``t0`` and ``t_end`` a step's start and end, ``index`` a
+thread's index and ``threads`` how many, ``ctx`` an entity's context, ``heap`` its
+pending events, ``cal`` a calendar batch, ``ran`` events run so far, ``seed_seq`` a numpy
+``SeedSequence``, and ``start``/``end`` clock readings (never model times). Public names
+keep their documented spelling (``Calendar.add(tau, seq, entity)``, ``outputs(entity,
+...)``).
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ class ThreadedRuntime(Runtime):
             names += [t.name for t in self._pool._threads]
             self._pool.trace = self.trace
         else:  # an executor's threads: one track each, after the caller's
-            names += [f"{self._thread_name()}-executor-{i}" for i in range(self._threads)]
+            names += [f"{self._thread_name()}-executor-{index}" for index in range(self._threads)]
         self.trace.ensure(len(names), names)
 
     def _own_threads(self, release: Callable[[], Any]) -> None:
