@@ -106,7 +106,9 @@ class SerialRuntime(Runtime):
 
     def _run_checked(self, t_end: float) -> None:
         """The same loop, plus (debug) the isolation and payload checks after each
-        handler, and (trace) a ``run`` slice per stretch of one entity's events."""
+        handler, and (trace) a ``run`` slice per stretch of one entity's events. A twin
+        of :meth:`_run`, not checks inside it: each would cost the baseline loop a test
+        per event, and this one calls :func:`run_event` per event."""
         heap = self._heap
         debug = self.debug
         shadow = {name: a.copy() for name, a in self._arrays.items()} if debug else {}

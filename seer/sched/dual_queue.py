@@ -165,18 +165,14 @@ class WindowWorker:
         heaps, heads, merge = self.heaps, self.heads, self.leq.merge
         now_off, prev_off = self.leq.offset, self.leq.previous_offset
         actions = self.actions
-        if actions is None:
-            for e in entities:
-                if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
-                    merge(e)
-            return
-        slots, batch = actions
-        t0, seqs = _own_float(batch.t0), memoryview(batch.seq_array)
-        kinds, payloads = batch.kinds, batch.payloads
+        if actions is not None:
+            slots, batch = actions
+            t0, seqs = _own_float(batch.t0), memoryview(batch.seq_array)
+            kinds, payloads = batch.kinds, batch.payloads
         for e in entities:
             if heads[prev_off + e] != NIL or heads[now_off + e] != NIL:
                 merge(e)
-            if (i := slots[e]) >= 0:
+            if actions is not None and (i := slots[e]) >= 0:
                 slots[e] = -1
                 _heappush(heaps[e], _tuple_new(Event, (t0, seqs[i], e, kinds[i], payloads[i])))
 
