@@ -243,14 +243,15 @@ def cost_points(r: Results, runtime: str = "seer(2)") -> list[tuple[float, float
 def _header(r: Results, run: dict, span: str) -> list[str]:
     facts = (r.efficiency or {}).get("host", {}).get("interpreter", {})
     capacity = run.get("capacity", [])
-    cap = (f"; host capacity {min(capacity):.2f}-{max(capacity):.2f} effective cores over "
-           "the rounds (2.00 is an idle 2-core machine)") if capacity else ""
+    cap = (f", host capacity {min(capacity):.2f}-{max(capacity):.2f} effective cores over "
+           "the rounds") if capacity else ""
     return ["# Benchmark results", "",
-            f"`python -m bench.report` ({r.z.mode} mode) at commit {run.get('commit', '?')}, "
-            f"{span}; {facts.get('python', 'CPython')}, GIL "
-            f"{facts.get('GIL', '?')}, {facts.get('cores available', '?')} cores{cap}. "
-            "Ratios are paired by round: serial's time over the runtime's in each round, "
-            "the median over rounds. Goals: `bench/goals.toml`.", ""]
+            f"{facts.get('python', 'CPython').split(' (')[0]}, GIL {facts.get('GIL', '?')}, "
+            f"{facts.get('cores available', '?')} cores. The pyperf parts: `python -m "
+            f"bench.report` ({r.z.mode} mode) at commit {run.get('commit', '?')}, {span}{cap}; "
+            "every other part names its command and commit below. Ratios are paired by "
+            "round (serial's time over the runtime's within a round, the median over "
+            "rounds). Goals: `bench/goals.toml`.", ""]
 
 
 def _goals(r: Results) -> list[str]:
@@ -317,9 +318,13 @@ def _peers(r: Results) -> list[str]:
                          "-" if share is None else f"{share:.2f}",
                          f"{best} {peers[best]:.2f}" if best else "-"])
         out += ["## SEER and its peers, 2 threads", "",
-                f"`{eff['command']}`: {eff['rounds']} rounds of {eff['steps']} steps. *CPU*: "
+                f"`{eff['command']}` at commit {eff['host'].get('commit', '?')}: "
+                f"{eff['rounds']} rounds of {eff['steps']} steps; host capacity "
+                f"{min(w['capacity_before'] for w in eff['workloads'].values()):.2f}-"
+                f"{max(w['capacity_after'] for w in eff['workloads'].values()):.2f}. *CPU*: "
                 "process CPU over serial's; *of ceiling*: speed-up over that of two "
-                "independent serial runs on two threads.", "",
+                "independent serial runs on two threads (above 1 where sharing one model's "
+                "read-only data beats two copies of it).", "",
                 *table(["workload", "serial µs/event", "seer(2) speed-up", "CPU",
                         "of ceiling", "best peer"], rows), ""]
     h, z = r.parts.get("pcs_hotspot"), r.z

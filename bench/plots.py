@@ -73,15 +73,16 @@ def when_seer_helps(r: Results) -> Figure:
     ax = fig.add_subplot()
     two = sorted(cost_points(r, "seer(2)"))
     many = sorted(manycore_points(r.manycore))
-    ax.plot(*zip(*two, strict=True), "o-", color="C0", label="seer(2), 2 cores")
+    # one marker per measured configuration (different models): no line between them
+    ax.plot(*zip(*two, strict=True), "o", color="C0", label="seer(2), 2 cores")
     if many:
-        ax.plot(*zip(*many, strict=True), "s--", color="C3", label="seer(16), 16 cores")
+        ax.plot(*zip(*many, strict=True), "s", color="C3", label="seer(16), 16 cores")
     ax.axhline(1.0, color="0.3", lw=1, label="serial")
     even = break_even(two)
     if even:
-        ax.axvline(even, color="C0", lw=0.6, ls=":")
-        ax.annotate(f"break-even ~{even:.1f} µs", (even, 1.0), textcoords="offset points",
-                    xytext=(6, -14), fontsize=8, color="C0")
+        ax.axvline(even, color="C0", lw=0.8, ls=":")
+        ax.annotate(f"break-even\n~{even:.0f} µs", (even, 1.0), textcoords="offset points",
+                    xytext=(5, 8), fontsize=8, color="C0")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("serial time per event (µs)")

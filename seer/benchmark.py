@@ -15,10 +15,12 @@ round: a shared host that slows down for a minute slows every runtime of that ro
 Beside the runtimes, each round runs the *ceiling* for the largest thread count T: T
 independent serial runs (each its own model and runtime, built and stepped on a thread of
 its own) at once. They share nothing but the interpreter, numpy and the machine, so their
-throughput over one run's is the most any T-thread runtime can reach here; a runtime that
-reaches 0.9 of it leaves 10 % on the table. The host's *capacity* (effective cores, from a
-fixed pure-Python loop on 1 and on T threads) is measured before and after: a speed-up above
-it is not possible, and a low one says the host had other work.
+throughput over one run's is what T threads reach on this model with no runtime at all: a
+runtime at 0.9 of it leaves 10 % on the table (one whose threads share the model's
+read-only data, where independent runs keep a copy each, can exceed it). The host's
+*capacity* (effective cores, from a fixed pure-Python loop on 1 and on T threads) is
+measured before and after: a speed-up above it is not possible, and a low one says the
+host had other work.
 
 After the last round every runtime's state is hashed: a parallel runtime whose hash differs
 from serial's did not give serial's results, and the table says so.
@@ -196,7 +198,7 @@ class Ceiling:
     cpu_s: list[float] = field(default_factory=list)
 
     def speedup(self, serial: RuntimeTimes) -> list[float]:
-        """T runs' throughput over one lone run's, per round: no T-thread runtime beats it."""
+        """T runs' throughput over one lone run's, per round."""
         return [self.threads * s / w for s, w in zip(serial.wall_s, self.wall_s, strict=True)]
 
     def cpu_ratio(self, serial: RuntimeTimes) -> list[float]:
