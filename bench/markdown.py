@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ALL, PEERS, Part, config_name, label, table
+from bench.harness import ALL, PEERS, Part, config_name, label, paired, ratios, table
 from bench.sizes import Sizes
 
 __all__ = ["GOALS_FILE", "Results", "break_even", "goal_rows", "load_goals", "memory_section",
-           "write_results"]
+           "scan_pairs", "write_results"]
 
 GOALS_FILE = Path(__file__).with_name("goals.toml")
 #: the STPA methods that are not baselines
@@ -77,20 +76,16 @@ def _efficiency(r: Results, g: dict) -> Reading | None:
     runtimes, s = w["runtimes"], w["summary"]
     if g["measure"] == "lead":
         mine = runtimes[g["runtime"]]["wall_s"]
-        leads = {p: statistics.median(a / b for a, b in zip(runtimes[p]["wall_s"], mine,
-                                                             strict=True))
-                 for p in g["peers"] if p in runtimes}
+        leads = {p: paired(runtimes[p]["wall_s"], mine) for p in g["peers"] if p in runtimes}
         closest = min(leads, key=leads.__getitem__)
         return leads[closest], f"closest: {closest}"
     value = s[g["runtime"]][g["measure"]]
     if value is None:
         return None
-    rounds = runtimes[g["runtime"]]["wall_s"]
-    serial = runtimes["serial"]["wall_s"]
-    per_round = [a / b for a, b in zip(serial, rounds, strict=True)]
-    shown = f"speed-up {statistics.median(per_round):.2f}" if g["measure"] != "speedup" \
-        else f"rounds {min(per_round):.2f}-{max(per_round):.2f}"
-    return value, shown
+    if g["measure"] != "speedup":
+        return value, f"speed-up {s[g['runtime']]['speedup']:.2f}"
+    per_round = ratios(runtimes["serial"]["wall_s"], runtimes[g["runtime"]]["wall_s"])
+    return value, f"rounds {min(per_round):.2f}-{max(per_round):.2f}"
 
 
 def _pyperf(r: Results, g: dict) -> Reading | None:
@@ -160,11 +155,10 @@ def _manycore(r: Results, g: dict) -> Reading | None:
         return None
     t = g["threads"]
     if g["measure"] == "speedup":
-        rows = [row for row in data["points"]["scan"] if row["config_name"] == g["config"]]
-        serial = next((x for x in rows if x["runtime"] == "serial"), None)
-        mine = next((x for x in rows if x["runtime"] == "seer" and x["threads"] == t), None)
-        if serial is None or mine is None:
+        pair = scan_pairs(data, t).get(g["config"])
+        if pair is None:
             return None
+        serial, mine = pair
         rate = serial["steps_per_s"]
         return mine["steps_per_s"] / rate, f"serial {rate:.2f} steps/s"
     eff = (data.get("efficiency") or {}).get("workloads", {}).get(f"{g['workload']}@{t}")
@@ -177,12 +171,21 @@ def _manycore(r: Results, g: dict) -> Reading | None:
     at = (w or {}).get("by_threads", {}).get(str(t))
     if at is None:
         return None
-    med = statistics.median
-    seer_up = med(a / b for a, b in zip(at["serial"]["wall_s"], at["seer"]["wall_s"],
-                                        strict=True))
-    ceiling = med(t * a / b for a, b in zip(at["lone_thread"]["wall_s"],
-                                            at["threads"]["wall_s"], strict=True))
+    seer_up = paired(at["serial"]["wall_s"], at["seer"]["wall_s"])
+    ceiling = t * paired(at["lone_thread"]["wall_s"], at["threads"]["wall_s"])
     return seer_up / ceiling, f"seer {seer_up:.2f}x, ceiling {ceiling:.2f}x"
+
+
+def scan_pairs(manycore: dict | None, threads: int) -> dict[str, tuple[dict, dict]]:
+    """configuration -> (serial's point, seer(threads)'s point) of a many-core study's
+    thread scans, for every configuration that has both."""
+    rows = (manycore or {}).get("points", {}).get("scan", [])
+    pairs = {}
+    for name in dict.fromkeys(row["config_name"] for row in rows):
+        of = {(x["runtime"], x["threads"]): x for x in rows if x["config_name"] == name}
+        if ("serial", 1) in of and ("seer", threads) in of:
+            pairs[name] = (of["serial", 1], of["seer", threads])
+    return pairs
 
 
 SOURCES: dict[str, Callable[[Results, dict], Reading | None]] = {

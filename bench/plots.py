@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import seer
 from bench.harness import ALL, PEERS, Part, config_name, label
-from bench.markdown import Results, break_even, cost_points
+from bench.markdown import Results, break_even, cost_points, scan_pairs
 from bench.sizes import Sizes
 
 if TYPE_CHECKING:
@@ -55,15 +55,10 @@ def draw(r: Results, where: Path) -> list[str]:
 def manycore_points(manycore: dict | None, threads: int = 16) -> list[tuple[float, float]]:
     """(serial µs per event, seer(threads) speed-up) of every scanned configuration of a
     many-core study."""
-    pts = []
-    rows = (manycore or {}).get("points", {}).get("scan", [])
-    for name in dict.fromkeys(row["config_name"] for row in rows):
-        of = {(x["runtime"], x["threads"]): x for x in rows if x["config_name"] == name}
-        serial, mine = of.get(("serial", 1)), of.get(("seer", threads))
-        if serial and mine and serial.get("events_per_step"):
-            us = 1e6 / serial["steps_per_s"] / serial["events_per_step"]
-            pts.append((us, mine["steps_per_s"] / serial["steps_per_s"]))
-    return pts
+    return [(1e6 / serial["steps_per_s"] / serial["events_per_step"],
+             mine["steps_per_s"] / serial["steps_per_s"])
+            for serial, mine in scan_pairs(manycore, threads).values()
+            if serial.get("events_per_step")]
 
 
 def when_seer_helps(r: Results) -> Figure:

@@ -469,7 +469,6 @@ def _cmd_bench(args: Any) -> int:
             importlib.import_module(module)
         kwargs = parse_kwargs(args.kwargs)
         name = " ".join([args.spec, *args.kwargs])
-        load_model(args.spec, kwargs)  # a bad spec is named before anything is timed
         result = compare(lambda: load_model(args.spec, kwargs), args.runtimes,
                          steps=args.steps, rounds=args.rounds, warmup=args.warmup,
                          seed=args.seed, ceiling=args.ceiling, name=name, progress=True)
