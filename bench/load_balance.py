@@ -17,7 +17,7 @@ import statistics
 import time
 
 import seer
-from bench.harness import label, make_model
+from bench.harness import label, make_model, state_digest
 
 KINDS = ("seer", "static", "static-block", "global")
 
@@ -37,11 +37,12 @@ def measure(workload: str, entities: int, cost: float, kind: str, threads: int,
         cpu = [s["cpu_s"] for s in rt.worker_stats()]
         events = [s["events"] for s in rt.worker_stats()]
         steals = [s.get("steals", 0) for s in rt.worker_stats()]
+        digest = state_digest(rt)
     finally:
         rt.close()
     mean = statistics.fmean(cpu)
     return {"kind": kind, "threads": threads, "wall_s": wall, "cpu_s": cpu, "events": events,
-            "steals": steals,
+            "steals": steals, "state_sha256": digest,
             "cpu_cv": statistics.pstdev(cpu) / mean if mean else 0.0}
 
 

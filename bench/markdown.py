@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,8 +19,8 @@ from typing import Any
 from bench.harness import ALL, PEERS, Part, config_name, label, paired, ratios, table
 from bench.sizes import Sizes
 
-__all__ = ["GOALS_FILE", "Results", "break_even", "goal_rows", "load_goals", "memory_section",
-           "scan_pairs", "write_results"]
+__all__ = ["GOALS_FILE", "Results", "break_even", "goal_rows", "load_goals", "manycore_lines",
+           "memory_section", "scan_pairs", "write_results"]
 
 GOALS_FILE = Path(__file__).with_name("goals.toml")
 #: the STPA methods that are not baselines
@@ -159,8 +160,12 @@ def _manycore(r: Results, g: dict) -> Reading | None:
         if pair is None:
             return None
         serial, mine = pair
-        rate = serial["steps_per_s"]
-        return mine["steps_per_s"] / rate, f"serial {rate:.2f} steps/s"
+        return speedup(mine, serial["steps_per_s"]), f"serial {serial['steps_per_s']:.2f} steps/s"
+    scans = [x for x in data["points"]["scan"] if x["config"]["workload"] == g["workload"]
+             and x["label"] == f"seer({t})" and x.get("of_ceiling") is not None]
+    if scans:  # the scan's comparison at the focus thread count ran the ceiling
+        x = min(scans, key=lambda x: x["config"]["entities"])
+        return x["of_ceiling"], f"speed-up {x['speedup']:.2f}, {x['config_name']}"
     eff = (data.get("efficiency") or {}).get("workloads", {}).get(f"{g['workload']}@{t}")
     if eff is not None:
         share = eff["summary"].get(f"seer({t})", {}).get("of_ceiling")
@@ -394,3 +399,228 @@ def write_results(r: Results, figures: list[str], run: dict, span: str) -> str:
     out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
                                          for f in figures), ""]
     return "\n".join(out) + "\n"
+
+
+# -- RESULTS-manycore.md -----------------------------------------------------------------------
+#: the paper's figures, beside which the many-core study's are shown (its machines, not ours)
+PAPER_AIRCRAFT = (16.92, 41.22, 52.93)  # steps/s: serial -> 4 workers -> best
+PAPER_SPEEDUP_4 = 2.81
+PAPER_PCS_VARIANCE = (23.79, 2.59)  # per-thread CPU utilisation variance, baseline -> SEER
+Row = dict[str, Any]
+
+
+def by_config(rows: list[Row]) -> dict[str, list[Row]]:
+    """Point rows by model, in order of workload, size, hotspot peak."""
+    out: dict[str, list[Row]] = {}
+    for r in sorted(rows, key=lambda r: (r["config"]["workload"], r["config"]["entities"],
+                                         r["config"]["gain"])):
+        out.setdefault(r["config_name"], []).append(r)
+    return out
+
+
+def title(row: Row) -> str:
+    c = row["config"]
+    if c["workload"] == "aircraft":
+        return f"Aircraft {c['entities']} UAVs, ~{c['cost_us']:g} µs"
+    return f"PCS {c['entities']} cells, ~{c['cost_us']:g} µs, hotspot {c['gain']:g}"
+
+
+def kinds(rows: list[Row]) -> list[str]:
+    """Pooled runtimes present: seer and the peers, then the others."""
+    order = ["seer", "static", "static-block", "global", "optimistic"]
+    seen = {r["runtime"] for r in rows if r["runtime"] != "serial"}
+    return sorted(seen, key=lambda k: (order.index(k) if k in order else len(order), k))
+
+
+def rate(rows: list[Row], runtime: str, threads: int) -> float | None:
+    r = next((x for x in rows if x["runtime"] == runtime and
+              (runtime == "serial" or x["threads"] == threads)), None)
+    return r["steps_per_s"] if r else None
+
+
+def speedup(row: Row, serial: float | None) -> float | None:
+    """Over the comparison's own serial where the row has it, else over ``serial``."""
+    if row.get("speedup") is not None:
+        return row["speedup"]
+    return row["steps_per_s"] / serial if serial else None
+
+
+def manycore_lines(data: dict[str, Any], figures: list[str], note: str = "") -> list[str]:
+    """The lines of RESULTS-manycore.md from :func:`bench.manycore.load_results`."""
+    out = ["# Many-core study", ""]
+    sessions, points = data["sessions"], data["points"]
+    if not sessions and not any(points.values()) and not data["stpa"]:
+        return [*out, "Not run yet: no results in this directory. On a machine with many "
+                "cores: `scripts/bundle.sh` here, then `dist/bundle/run.sh python -m "
+                "bench.manycore --out $OUT/manycore` there (docs/manycore.md), then "
+                "`python -m bench.report --manycore DIR` here."]
+    out += ["Produced by `python -m bench.manycore` (one round of directly timed steps per "
+            "point: build, reset, one warm-up step, then the same timed steps for every "
+            "runtime; steps/s = timed steps / their wall time). Speed-ups are over "
+            "`serial` on the same model and steps.", ""]
+    goals = goal_rows(Results(Sizes("fast"), {}, manycore=data), sources=["manycore"])
+    out += [*_mc_sessions(sessions), "## Goals", "",
+            *table(["goal", "target", "measured", "met"], goals), "", *_mc_paper(points),
+            *_mc_scans(points["scan"]), *_mc_balance(points["balance"]),
+            *_mc_hotspot(points["hotspot"]), *_mc_stpa(data["stpa"])]
+    checked = [r for rows in points.values() for r in rows if r.get("identical") is not None
+               or r["runtime"] == "serial"]
+    bad = [f"{r['group']} {r['config_name']} {r['label']}" for r in checked
+           if r.get("identical") is False]
+    out += ["## Bit-identical results", "",
+            (f"State after the timed steps identical across runtimes and thread counts in "
+             f"all {len(checked)} points (sha256 of every state field)." if not bad else
+             f"**{len(bad)} of {len(checked)} points end in a state that differs from "
+             "serial's**: " + "; ".join(bad[:20]) + "."), ""]
+    if data["errors"]:
+        out += ["## Points that failed", "",
+                *[f"- {e.get('key', '?')}: {e.get('error', '')}" for e in data["errors"]], ""]
+    return [*out, "## Figures", "",
+            *([f"![{Path(f).stem}]({f})" for f in figures] or [note or "No points measured."])]
+
+
+def _mc_sessions(sessions: list[dict[str, Any]]) -> list[str]:
+    if not sessions:
+        return ["No session record (host facts) in this directory.", ""]
+    rows = []
+    for s in sessions:
+        h = s.get("host", {})
+        cap = [s.get(k, {}).get("effective_cores") for k in ("capacity_before",
+                                                             "capacity_after")]
+        rows.append([
+            s.get("started", "?"), s.get("mode", "?"), str(h.get("cores", "?")),
+            h.get("cpu_model", "") or "?",
+            f"{h.get('interpreter', {}).get('python', '?').split(' (')[0]}, GIL "
+            f"{'on' if h.get('gil_enabled') else 'off'}",
+            " / ".join("-" if c is None else f"{c:.1f}" for c in cap),
+            f"{s.get('elapsed_s', 0):.0f} of {s.get('budget_s', 0):.0f}",
+            " / ".join(str(s.get(k, "?")) for k in ("measured", "existing", "over_budget",
+                                                    "failed")), str(h.get("commit", "?"))])
+    return ["## Machine and runs", "",
+            *table(["started (UTC)", "mode", "cores", "CPU", "Python", "effective cores "
+                     "before / after", "seconds of budget", "measured / there / left / "
+                     "failed", "commit"], rows), "",
+            "Effective cores: T x time of a pure-Python loop on 1 thread / time on T threads "
+            "at once (T = the cores), before and after the run; T on an idle machine.", ""]
+
+
+def _mc_paper(points: dict[str, list[Row]]) -> list[str]:
+    air = [r for r in points["scan"] if r["config"]["workload"] == "aircraft"
+           and r["config"]["entities"] == 800]
+    serial, seer4 = rate(air, "serial", 1), rate(air, "seer", 4)
+    best = max((r for r in air if r["runtime"] == "seer"), key=lambda r: r["steps_per_s"],
+               default=None)
+    if serial and seer4 and best:
+        ours_scan = (f"serial {serial:.2f} -> seer(4) {seer4:.2f} -> best "
+                     f"{best['label']} {best['steps_per_s']:.2f}")
+        four = next(r for r in air if r["runtime"] == "seer" and r["threads"] == 4)
+        ours_4 = f"{speedup(four, serial):.2f}x (seer(4) / serial)"
+    else:
+        ours_scan = ours_4 = "not measured"
+    pcs = [r for r in points["balance"] if r["config"]["workload"] == "pcs"]
+    var = {r["runtime"]: r["cpu_util_var"] for r in pcs if r.get("cpu_util_var") is not None}
+    t = pcs[0]["threads"] if pcs else 16
+    ours_var = ", ".join(f"{k}({t}) {var[k]:.2f}" for k in kinds(pcs) if k in var) \
+        or "not measured"
+    return ["## Next to the paper", "",
+            *table(["figure", "paper", "this run"], [
+                ["Aircraft 800 UAVs ~200 µs, steps/s", " -> ".join(
+                    f"{x:.2f}" for x in PAPER_AIRCRAFT), ours_scan],
+                ["Aircraft speed-up with 4 workers", f"{PAPER_SPEEDUP_4:.2f}x", ours_4],
+                ["PCS load balance: variance of per-thread CPU utilisation (%²), baseline "
+                 "-> SEER", " -> ".join(f"{x:.2f}" for x in PAPER_PCS_VARIANCE), ours_var],
+            ]), "",
+            "The paper's figures come from its own machines and implementation; they stand "
+            "here for orientation, not as a like-for-like comparison. Ours are one round "
+            "on the machine of the table above.", ""]
+
+
+def _cell(r: Row | None, serial: float | None) -> str:
+    if r is None:
+        return "-"
+    up = speedup(r, serial)
+    return f"{r['steps_per_s']:.2f}" + ("" if up is None else f" ({up:.2f}x)")
+
+
+def _mc_scans(rows: list[Row]) -> list[str]:
+    if not rows:
+        return ["## Thread scans", "", "Not run.", ""]
+    out = ["## Thread scans (steps/s, speed-up over serial in parentheses)", ""]
+    for name, cfg in by_config(rows).items():
+        threads = sorted({r["threads"] for r in cfg if r["runtime"] != "serial"})
+        serial = rate(cfg, "serial", 1)
+        table_rows = []
+        for kind in kinds(cfg):
+            mine = {r["threads"]: r for r in cfg if r["runtime"] == kind}
+            best = max(mine.values(), key=lambda r: r["steps_per_s"])["threads"]
+            table_rows.append([kind, *(f"**{_cell(mine[t], serial)}**" if t == best else
+                                       _cell(mine.get(t), serial) for t in threads)])
+        out += [f"### {title(cfg[0])} (`{name}`, {cfg[0]['steps']} timed steps per point)",
+                "", f"serial: {serial:.2f} steps/s." if serial else "serial: not measured.",
+                "", *table(["runtime", *[f"T={t}" for t in threads]], table_rows), "",
+                "Bold: the runtime's best thread count.", ""]
+    return out
+
+
+def _mc_balance(rows: list[Row]) -> list[str]:
+    if not rows:
+        return ["## Load balance", "", "Not run.", ""]
+    out = ["## Load balance (per-thread CPU time)", ""]
+    for name, cfg in by_config(rows).items():
+        table_rows = []
+        for kind in kinds(cfg):
+            r = next(x for x in cfg if x["runtime"] == kind)
+            cpu, events = r["workers"]["cpu_s"], r["workers"]["events"]
+            var, cv = r.get("cpu_util_var"), r.get("cpu_cv")
+            table_rows.append([
+                r["label"], f"{r['steps_per_s']:.2f}",
+                f"{min(cpu):.3f} / {statistics.fmean(cpu):.3f} / {max(cpu):.3f}" if cpu
+                else "-", f"{min(events)} / {max(events)}" if events else "-",
+                str(sum(r["workers"]["steals"])) if cpu else "-",
+                "-" if var is None else f"{var:.2f}", "-" if cv is None else f"{cv:.3f}"])
+        out += [f"### {title(cfg[0])} (`{name}`, {cfg[0]['steps']} steps)", "",
+                *table(["runtime", "steps/s", "CPU s per thread min / mean / max",
+                        "events per thread min / max", "chunks stolen", "utilisation "
+                        "variance (%²)", "CPU CV"], table_rows), ""]
+    return [*out, "Utilisation of a thread: its CPU time inside the runtime's tasks over the "
+            "wall time of the timed steps, in %; the variance is over the threads (the "
+            f"paper's PCS figure: {PAPER_PCS_VARIANCE[0]} for its baseline, "
+            f"{PAPER_PCS_VARIANCE[1]} for SEER). CV: standard deviation / mean of the CPU "
+            "seconds.", ""]
+
+
+def _mc_hotspot(rows: list[Row]) -> list[str]:
+    if not rows:
+        return ["## PCS hotspot sweep", "", "Not run.", ""]
+    present, threads = kinds(rows), max(r["threads"] for r in rows)
+    table_rows = []
+    for cfg in sorted(by_config(rows).values(), key=lambda c: c[0]["config"]["gain"]):
+        serial = rate(cfg, "serial", 1)
+        at = {r["runtime"]: r for r in cfg if r["threads"] == threads}
+        table_rows.append([f"{cfg[0]['config']['gain']:g}",
+                           "-" if serial is None else f"{serial:.2f}",
+                           *(_cell(at.get(k), serial) for k in present)])
+    first = rows[0]["config"]
+    return [f"## PCS hotspot sweep ({first['entities']} cells, ~{first['cost_us']:g} µs, "
+            f"{threads} threads; steps/s and speed-up over serial)", "",
+            *table(["hotspot peak", "serial", *[label(k, threads) for k in present]],
+                   table_rows), ""]
+
+
+def _mc_stpa(rows: list[Row]) -> list[str]:
+    if not rows:
+        return ["## STPA data collection", "", "Not run (or no configuration finished).", ""]
+    table_rows = []
+    for r in rows:
+        tput = [statistics.median(x) for x in r["throughput"]]
+        table_rows.append([r["config"]["name"], str(r.get("cores", "?")),
+                           str(r.get("t_max", len(tput))), str(r["label"]),
+                           f"{tput[0]:.2f}", f"{max(tput):.2f}", f"{r.get('seconds', 0):.1f}"])
+    return ["## STPA data collection", "",
+            f"Configurations measured: {len(rows)} (those of "
+            "`seer.stpa.dataset.default_configurations()`, one tiny one in a smoke run), "
+            "each as `seer stpa collect` measures it: preflights, and a full scan T = "
+            "1..t_max whose best T is the label. The rows are in the session files, in the "
+            "form `collect` assembles its data set from.", "",
+            *table(["configuration", "cores seen", "t_max", "label (best T)",
+                    "steps/s at T=1", "best steps/s", "seconds"], table_rows), ""]

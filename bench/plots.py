@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import seer
+from bench import markdown as mc
 from bench.harness import ALL, PEERS, Part, config_name, label
-from bench.markdown import Results, break_even, cost_points, scan_pairs
+from bench.markdown import Results, Row, break_even, cost_points, scan_pairs, speedup
 from bench.sizes import Sizes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["draw", "when_seer_helps"]
+__all__ = ["draw", "draw_manycore", "when_seer_helps"]
 
 #: one line of a plot: legend label, x values, y values
 Series = tuple[str, Sequence[float], Sequence[float]]
@@ -56,7 +57,7 @@ def manycore_points(manycore: dict | None, threads: int = 16) -> list[tuple[floa
     """(serial µs per event, seer(threads) speed-up) of every scanned configuration of a
     many-core study."""
     return [(1e6 / serial["steps_per_s"] / serial["events_per_step"],
-             mine["steps_per_s"] / serial["steps_per_s"])
+             speedup(mine, serial["steps_per_s"]))
             for serial, mine in scan_pairs(manycore, threads).values()
             if serial.get("events_per_step")]
 
@@ -230,4 +231,106 @@ def _stpa_choices(stpa: dict) -> Figure:
                  f"{report['folds']}-fold grouped)", fontsize=9)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=3,
               frameon=False)  # below the axis: no configuration's dots hidden
+    return fig
+
+
+# -- RESULTS-manycore.md -----------------------------------------------------------------------
+def draw_manycore(data: dict, where: Path) -> list[str]:
+    """The many-core study's figures of the measured groups; their file names."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    where.mkdir(parents=True, exist_ok=True)
+    points, figures = data["points"], {}
+    cores = max((s.get("host", {}).get("cores", 0) for s in data["sessions"]), default=0)
+    if points["scan"]:
+        figures["manycore_thread_scans.png"] = _mc_scans(points["scan"], cores)
+    if points["balance"]:
+        figures["manycore_load_balance.png"] = _mc_balance(points["balance"])
+    if points["hotspot"]:
+        figures["manycore_hotspot.png"] = _mc_hotspot(points["hotspot"])
+    for name, fig in figures.items():
+        FigureCanvasAgg(fig)
+        fig.tight_layout()
+        fig.savefig(where / name, dpi=110)
+    return list(figures)
+
+
+def _mc_scans(rows: list[Row], cores: int) -> Figure:
+    """Steps/s against threads per runtime, one panel per model; serial dashed; the
+    paper's Aircraft figures on the Aircraft 800 panel."""
+    configs = mc.by_config(rows)
+    cols = min(2, len(configs))
+    nrows = (len(configs) + cols - 1) // cols
+    fig = _new_figure(5.2 * cols, 3.6 * nrows)
+    for i, cfg in enumerate(configs.values()):
+        ax = fig.add_subplot(nrows, cols, i + 1)
+        for j, kind in enumerate(mc.kinds(cfg)):
+            mine = sorted((r for r in cfg if r["runtime"] == kind), key=lambda r: r["threads"])
+            ax.plot([r["threads"] for r in mine], [r["steps_per_s"] for r in mine], "o-",
+                    color=f"C{j}", label=kind, ms=4)
+        serial = mc.rate(cfg, "serial", 1)
+        if serial:
+            ax.axhline(serial, color="grey", ls="--", lw=1, label="serial")
+        if cores:
+            ax.axvline(cores, color="0.7", ls=":", lw=1)
+        c = cfg[0]["config"]
+        if c["workload"] == "aircraft" and c["entities"] == 800:
+            ax.text(0.02, 0.97, "paper: " + " -> ".join(f"{x:g}" for x in mc.PAPER_AIRCRAFT)
+                    + f" steps/s,\n{mc.PAPER_SPEEDUP_4}x with 4 workers",
+                    transform=ax.transAxes, va="top", fontsize=7, color="0.3")
+        ax.set_xscale("log", base=2)
+        ts = sorted({r["threads"] for r in cfg})
+        ax.set_xticks(ts, [str(t) for t in ts])
+        ax.set_xlabel("threads" + (f" (dotted: {cores} cores)" if cores else ""))
+        ax.set_ylabel("steps/s")
+        ax.set_title(mc.title(cfg[0]), fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def _mc_balance(rows: list[Row]) -> Figure:
+    """Variance of per-thread CPU utilisation per runtime, one panel per model."""
+    configs = mc.by_config(rows)
+    fig = _new_figure(4.6 * len(configs), 3.6)
+    for i, cfg in enumerate(configs.values()):
+        ax = fig.add_subplot(1, len(configs), i + 1)
+        first = {k: next(r for r in cfg if r["runtime"] == k) for k in mc.kinds(cfg)}
+        names = [k for k, r in first.items() if r.get("cpu_util_var") is not None]
+        values = [first[k]["cpu_util_var"] for k in names]
+        ax.bar(range(len(names)), values, color=[f"C{j}" for j in range(len(names))])
+        for j, v in enumerate(values):
+            ax.text(j, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+        if cfg[0]["config"]["workload"] == "pcs":
+            for value, name, style in ((mc.PAPER_PCS_VARIANCE[0], "paper, baseline", "--"),
+                                       (mc.PAPER_PCS_VARIANCE[1], "paper, SEER", ":")):
+                ax.axhline(value, color="0.4", ls=style, lw=1, label=name)
+            ax.legend(fontsize=7)
+        positive = [v for v in values if v > 0]
+        if positive and max(positive) > 30 * min(positive):  # a few bars would vanish
+            ax.set_yscale("log")
+        ax.set_xticks(range(len(names)), names, fontsize=8)
+        ax.set_ylabel("variance of CPU utilisation (%²)")
+        ax.set_title(f"{mc.title(cfg[0])}, {cfg[0]['threads']} threads", fontsize=8)
+    return fig
+
+
+def _mc_hotspot(rows: list[Row]) -> Figure:
+    """Speed-up over serial against the hotspot peak, per runtime."""
+    configs = sorted(mc.by_config(rows).values(), key=lambda c: c[0]["config"]["gain"])
+    threads = max(r["threads"] for r in rows)
+    fig = _new_figure(5.2, 3.6)
+    ax = fig.add_subplot()
+    for j, kind in enumerate(mc.kinds(rows)):
+        got = [(cfg[0]["config"]["gain"], speedup(r, mc.rate(cfg, "serial", 1)))
+               for cfg in configs for r in cfg if r["runtime"] == kind
+               and r["threads"] == threads]
+        got = [(x, y) for x, y in got if y]
+        ax.plot([x for x, _ in got], [y for _, y in got], "o-", color=f"C{j}",
+                label=label(kind, threads), ms=4)
+    ax.axhline(1.0, color="grey", lw=0.5)
+    ax.set_xlabel("hotspot peak (call-rate gain)")
+    ax.set_ylabel("speed-up over serial")
+    ax.set_title(f"PCS {rows[0]['config']['entities']} cells under a moving hotspot",
+                 fontsize=9)
+    ax.legend(fontsize=7)
     return fig

@@ -40,6 +40,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -48,8 +49,8 @@ import time
 from pathlib import Path
 
 from bench.harness import ALL, PEERS, Part, capacity_now, code_commit, label, load, run_span
-from bench.markdown import Results, write_results
-from bench.plots import draw
+from bench.markdown import Results, manycore_lines, write_results
+from bench.plots import draw, draw_manycore
 from bench.sizes import Sizes
 
 HERE = Path(__file__).resolve().parent
@@ -113,8 +114,6 @@ def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.manycore is not None:
-        from bench.manycore import render as render_manycore
-
         render_manycore(args.manycore, HERE / "RESULTS-manycore.md", FIGURES)
         print(f"[report] wrote {HERE / 'RESULTS-manycore.md'}")
         return
@@ -191,6 +190,25 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     span = run_span(results / f"{name}.json" for name in parts)
     return write_results(r, drawn, run, span)
+
+
+def render_manycore(results: Path, out_md: Path, figures: Path) -> None:
+    """Write ``out_md`` (RESULTS-manycore.md) and its figures into ``figures`` from the
+    session files of a many-core study in ``results``; where nothing was measured, say so."""
+    from bench.manycore import load_results
+
+    data = load_results(Path(results))
+    drawn, note = [], ""
+    if any(data["points"].values()):
+        try:
+            drawn = draw_manycore(data, Path(figures))
+        except ImportError as exc:  # matplotlib absent (a bundle built without it)
+            note = f"Figures not drawn here ({exc}): render where matplotlib is."
+    out_md = Path(out_md)
+    out_md.parent.mkdir(parents=True, exist_ok=True)
+    rel = os.path.relpath(figures, out_md.parent)
+    out_md.write_text("\n".join(manycore_lines(data, [f"{rel}/{f}" for f in drawn], note))
+                      + "\n")
 
 
 def record_run(z: Sizes, results: Path, capacity: list[float] | None = None) -> None:

@@ -7,11 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from bench import manycore
+from bench.report import render_manycore
 from seer.sched import RUNTIMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,30 +31,31 @@ def smoke(tmp_path_factory):
     return out
 
 
-def point_files(out: Path) -> list[Path]:
-    return sorted(p for g in ("scan", "balance", "hotspot") for p in (out / g).glob("*/*.json"))
+def session_of(out: Path) -> dict:
+    (path,) = out.glob("session-*.json")
+    return json.loads(path.read_text())
 
 
-def test_smoke_study_writes_every_planned_point(smoke):
+def test_smoke_study_measures_every_planned_unit(smoke):
     plan = manycore.plan("smoke", max_threads=2)
     assert plan.threads == (1, 2) and plan.focus == 2
-    files = point_files(smoke)
-    assert sorted(p.path(smoke) for p in plan.points) == files
-    for path in files:
-        r = json.loads(path.read_text())
-        assert r["steps_per_s"] > 0 and len(r["step_s"]) == r["steps"] == 2
-        assert r["threads"] <= 2 and r["state_sha256"]
-        if r["runtime"] != "serial":  # pooled runtimes report per-thread CPU time
-            assert len(r["workers"]["cpu_s"]) == r["threads"]
-    balance = json.loads((smoke / "balance" / "pcs-n64-c2-g8" / "seer-t2.json").read_text())
-    assert balance["cpu_util_var"] is not None and balance["config"]["gain"] == 8
-    stpa = json.loads((smoke / "stpa" / "smoke-bench-c0.json").read_text())
-    assert stpa["t_max"] == 2 and 1 <= stpa["label"] <= 2 and len(stpa["throughput"]) == 2
-    (session,) = smoke.glob("session-*.json")
-    s = json.loads(session.read_text())
-    assert s["measured"] == len(files) + 1 and s["failed"] == 0 and s["over_budget"] == 0
+    s = session_of(smoke)
+    assert [u["key"] for u in s["units"]] == [u.key for u in plan.units]
+    assert s["measured"] == len(plan.units) + 1 and s["failed"] == 0 and s["over_budget"] == 0
     assert s["host"]["gil_enabled"] is False
     assert s["capacity_before"]["effective_cores"] > 0 and "capacity_after" in s
+    data = manycore.load_results(smoke)
+    for r in [*data["points"]["scan"], *data["points"]["hotspot"]]:
+        assert r["steps_per_s"] > 0 and r["steps"] == 2 and r["threads"] <= 2
+        assert r["runtime"] == "serial" or r["identical"] is True
+    scan = [u for u in s["units"] if u["group"] == "scan"]
+    assert [u["ceiling"] is not None for u in scan if u["config_name"] == "pcs-n64-c2-g2"] \
+        == [False, True]  # the ceiling at the focus thread count
+    balance = [r for r in data["points"]["balance"] if r["config_name"] == "pcs-n64-c2-g8"]
+    assert balance and all(len(r["workers"]["cpu_s"]) == 2 and r["cpu_util_var"] is not None
+                           for r in balance)
+    (stpa,) = data["stpa"]
+    assert stpa["t_max"] == 2 and 1 <= stpa["label"] <= 2 and len(stpa["throughput"]) == 2
 
 
 def test_smoke_report_has_tables_plots_and_the_papers_figures(smoke):
@@ -71,77 +74,73 @@ def test_smoke_report_has_tables_plots_and_the_papers_figures(smoke):
 def test_rerun_measures_only_what_is_missing(smoke, tmp_path):
     out = tmp_path / "results"
     shutil.copytree(smoke, out)
-    gone = out / "scan" / "aircraft-n60-c20" / "seer-t2.json"
-    gone.unlink()
-    before = {p: p.stat().st_mtime_ns for p in point_files(out)}
+    first = session_of(smoke)
+    first["units"] = [u for u in first["units"] if u["key"] != "scan aircraft-n60-c20 T=2"]
+    (path,) = out.glob("session-*.json")
+    path.write_text(json.dumps(first))
     session = manycore.run_study(out, mode="smoke", max_threads=2, groups=("scan",),
                                  log=lambda msg: None)
     assert session["measured"] == 1 and session["over_budget"] == 0
-    assert session["existing"] == len([p for p in before if "scan" in p.parts])
-    assert gone.exists()
-    assert {p: p.stat().st_mtime_ns for p in before} == before  # the others untouched
+    assert [u["key"] for u in session["units"]] == ["scan aircraft-n60-c20 T=2"]
+    assert session["existing"] == len([u for u in first["units"] if u["group"] == "scan"])
 
 
 def test_an_exhausted_budget_leaves_points_for_the_next_run(tmp_path):
     session = manycore.run_study(tmp_path, mode="smoke", budget_s=0.0, max_threads=1,
                                  groups=("scan",), log=lambda msg: None)
-    planned = len(manycore.plan("smoke", max_threads=1, groups=("scan",)).points)
+    planned = len(manycore.plan("smoke", max_threads=1, groups=("scan",)).units)
     assert session["measured"] == 0 and session["over_budget"] == planned
-    assert point_files(tmp_path) == []
+    time.sleep(1.1)  # the next session file gets a name of its own
     session = manycore.run_study(tmp_path, mode="smoke", max_threads=1, groups=("scan",),
                                  log=lambda msg: None)
-    assert session["measured"] == planned and len(point_files(tmp_path)) == planned
+    assert session["measured"] == planned and len(session["units"]) == planned
 
 
 def test_report_flags_a_state_that_differs_from_serial(smoke, tmp_path):
     out = tmp_path / "results"
     shutil.copytree(smoke, out)
-    path = out / "scan" / "pcs-n64-c2-g2" / "global-t2.json"
-    r = json.loads(path.read_text())
-    r["state_sha256"] = "0" * 64
-    path.write_text(json.dumps(r))
-    manycore.render(out, tmp_path / "R.md", tmp_path / "figs")
+    s = session_of(out)
+    unit = next(u for u in s["units"] if u["key"] == "scan pcs-n64-c2-g2 T=2")
+    unit["runtimes"]["global(2)"]["identical"] = False
+    balance = next(u for u in s["units"] if u["key"] == "balance pcs-n64-c2-g8 seer(2)")
+    balance["state_sha256"] = "0" * 64
+    (path,) = out.glob("session-*.json")
+    path.write_text(json.dumps(s))
+    render_manycore(out, tmp_path / "R.md", tmp_path / "figs")
     text = (tmp_path / "R.md").read_text()
-    assert "**1 of" in text and "differs from serial's**: scan pcs-n64-c2-g2 global(2)" in text
+    assert "**2 of" in text and "differs from serial's**: scan pcs-n64-c2-g2 global(2); " \
+        "balance pcs-n64-c2-g8 seer(2)" in text
 
 
 def test_committed_report_is_what_its_results_render_to(tmp_path):
     """bench/RESULTS-manycore.md is `python -m bench.report --manycore
     bench/results/manycore`'s output, not edited by hand."""
     md = tmp_path / "bench" / "RESULTS-manycore.md"
-    manycore.render(ROOT / "bench" / "results" / "manycore", md, tmp_path / "bench" /
-                    "figures")
+    render_manycore(ROOT / "bench" / "results" / "manycore", md, tmp_path / "bench" / "figures")
     assert md.read_text() == (ROOT / "bench" / "RESULTS-manycore.md").read_text()
 
 
 def test_report_without_results_says_not_run(tmp_path):
-    manycore.render(tmp_path / "empty", tmp_path / "R.md", tmp_path / "figs")
+    render_manycore(tmp_path / "empty", tmp_path / "R.md", tmp_path / "figs")
     text = (tmp_path / "R.md").read_text()
     assert "Not run yet" in text and "dist/bundle/run.sh python -m bench.manycore" in text
     assert not (tmp_path / "figs").exists()
 
 
-def test_report_command_line_renders_elsewhere(smoke, tmp_path):
-    md, figs = tmp_path / "docs" / "R.md", tmp_path / "img"
-    assert manycore.main(["--report", str(smoke), "--md", str(md), "--figures",
-                          str(figs)]) == 0
-    assert "](../img/manycore_thread_scans.png)" in md.read_text()
-    assert (figs / "manycore_hotspot.png").exists()
-
-
 def test_full_plan_on_sixteen_cores():
     kinds = ("seer", "static", "static-block", "global")
     p = manycore.plan("full", cores=16, kinds=kinds)
-    assert p.threads == (1, 2, 4, 8, 12, 16, 24, 32) and p.focus == 16 and p.stpa_t_max == 16
-    scans = [x for x in p.points if x.group == "scan"]
+    assert p.threads == (1, 2, 4, 8, 12, 16, 24, 32) and p.focus == 16
+    scans = [x for x in p.units if x.group == "scan"]
     assert {x.config.name for x in scans} == {"aircraft-n800-c200", "aircraft-n3200-c400",
                                               "pcs-n1600-c10-g2", "pcs-n3600-c20-g2"}
-    assert len(scans) == 4 * (1 + 8 * len(kinds))
-    assert {(x.threads, x.config.gain) for x in p.points if x.group == "hotspot"
-            and x.runtime != "serial"} == {(16, g) for g in (0, 2, 4, 8)}
-    assert {x.threads for x in p.points if x.group == "balance"} == {16}
+    assert len(scans) == 4 * 8 and all(x.kinds == kinds for x in scans)
+    assert {(x.threads, x.config.gain) for x in p.units if x.group == "hotspot"} == \
+        {(16, g) for g in (0, 2, 4, 8)}
+    assert {(x.threads, x.kinds) for x in p.units if x.group == "balance"} == \
+        {(16, (k,)) for k in kinds}
     # the headline models first, the large ones last: a cut-off run keeps the headline
-    order = [x.config.name for x in p.points]
+    order = [x.config.name for x in p.units]
     assert order[0] == "aircraft-n800-c200" and order[-1] == "aircraft-n3200-c400"
     assert order.index("pcs-n1600-c10-g2") < order.index("pcs-n1600-c10-g8")
     assert manycore.plan("full", cores=2).threads == (1, 2, 4)
@@ -153,7 +152,8 @@ def test_optimistic_joins_only_when_registered(monkeypatch):
     assert manycore.runtime_kinds() == ("seer", "static", "static-block", "global")
     monkeypatch.setitem(RUNTIMES, "optimistic", RUNTIMES["seer"])
     assert manycore.runtime_kinds()[-1] == "optimistic"
-    assert "optimistic" in {x.runtime for x in manycore.plan("smoke", max_threads=2).points}
+    assert all("optimistic" in x.kinds for x in manycore.plan("smoke", max_threads=2).units
+               if x.group != "balance")
 
 
 # -- scripts/bundle.sh -------------------------------------------------------------------------
@@ -237,15 +237,15 @@ def test_a_hanging_point_ends_the_run_with_a_report_and_is_skipped_next_time(tmp
         return subprocess.run([sys.executable, "-c", HANGING, str(tmp_path), budget], cwd=ROOT,
                               capture_output=True, text=True, timeout=120, check=False)
 
-    done = study("5")  # the serial point first, then the hanging one
+    done = study("5")  # serial, then the hanging runtime, in the first comparison
     assert done.returncode == 3, done.stderr[-2000:]
     assert done.stdout.strip() == "report written"
-    error = json.loads((tmp_path / "scan" / "aircraft-n60-c20" / "hang-t1.error.json")
-                       .read_text())
-    assert error["label"] == "hang(1)" and "taken to hang" in error["error"]
     (session,) = (json.loads(p.read_text()) for p in tmp_path.glob("session-*.json"))
-    assert session["aborted"] == "scan aircraft-n60-c20 hang(1)" and session["failed"] == 1
+    assert session["aborted"] == "scan aircraft-n60-c20 T=1" and session["failed"] == 1
+    (failure,) = session["failures"]
+    assert failure["key"] == session["aborted"] and "taken to hang" in failure["error"]
+    time.sleep(1.1)  # the next session file gets a name of its own
     again = study("60")
     assert again.returncode == 0, again.stderr[-2000:]
     session = json.loads(again.stdout)
-    assert session["existing"] == 2 and session["measured"] == 6 and session["failed"] == 0
+    assert session["existing"] == 1 and session["measured"] == 3 and session["failed"] == 0
