@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 from bench.harness import ALL, PEERS, Part, capacity_now, code_commit, label, load, run_span
+from bench.manycore import load_results as load_manycore
 from bench.markdown import Results, manycore_lines, write_results
 from bench.plots import draw, draw_manycore
 from bench.sizes import Sizes
@@ -167,8 +168,6 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
     """Draw the figures into ``figures`` and return the text of RESULTS.md, from the
     pyperf files ``names`` and the once-run parts' files in ``results``; a part whose file
     is missing reads as not measured."""
-    from bench.manycore import load_results as load_manycore
-
     def once(name: str) -> dict | None:
         file = results / f"{name}.json"
         return json.loads(file.read_text()) if file.exists() else None
@@ -195,9 +194,7 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
 def render_manycore(results: Path, out_md: Path, figures: Path) -> None:
     """Write ``out_md`` (RESULTS-manycore.md) and its figures into ``figures`` from the
     session files of a many-core study in ``results``; where nothing was measured, say so."""
-    from bench.manycore import load_results
-
-    data = load_results(Path(results))
+    data = load_manycore(Path(results))
     drawn, note = [], ""
     if any(data["points"].values()):
         try:
