@@ -1,42 +1,39 @@
-"""Paired before/after benchmark of two git revisions, in one run.
+"""Before and after: two git revisions (or runtimes side by side), paired, in one run.
 
     .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 3 --workload pcs \\
-        --entities 1600 --costs 15 --runtimes serial seer:2
-    .venv/bin/python -m bench.compare main HEAD --rounds 2 --fast --costs 50
+        --entities 1600 --costs 15 --runtimes serial seer:2          # pyperf wall time
+    .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 4 --cpu serial seer:2 \\
+        --workload pcs --entities 1600 --cost 120 --steps 10         # wall and CPU
+    .venv/bin/python -m bench.compare --cachegrind serial seer:1 --top 20 \\
+        --workload pcs --entities 1600 --cost 120                    # instructions, misses
+    .venv/bin/python -m bench.compare HEAD~1 HEAD --cachegrind seer:1 --workload pcs
 
 Each revision is checked out with ``git worktree add --detach`` into a temporary directory
-(removed at the end, also on errors). Every round runs ``python -m bench.bench_runtimes``
-with the same arguments (all arguments after the revisions that are not this script's own)
-from each worktree in turn, alternating which revision goes first, so a drift of the
-machine's speed lands on both alike. Each run has the worktree as working directory and as
-``PYTHONPATH``, so that revision's ``seer``, ``bench`` and ``workloads`` are imported (checked
-before the first round) by the parent and by pyperf's workers. Arguments reach both
-revisions verbatim: use forms both understand (``seer:2`` is read by old and new ones).
+(removed at the end) and run with the worktree as working directory and ``PYTHONPATH``, so
+that revision's ``seer``, ``bench`` and ``workloads`` are imported (checked first). Only
+committed code is compared. Rounds alternate which revision goes first.
 
-Without pyperf run-shape flags, a round is ``--processes 1 --values 3 --warmups 1``, a few
-minutes for the default sizes; pass ``--fast``, ``--values N`` etc. to change it. Without
-``--loops``, ``--loops 4`` is added: the workloads evolve, so both revisions must time the
-same steps, not a number of loops each calibrates for itself. Only committed code is
-compared (a worktree holds no uncommitted changes).
+* default: every round runs ``python -m bench.bench_runtimes`` with the other arguments
+  (pyperf; ``--processes 1 --values 3 --warmups 1 --loops 4`` unless given) into
+  ``RESULTS/a-roundN.json`` and ``b-roundN.json`` (``--results``, else a kept temporary
+  directory); the table gives the ratio B/A of the per-round medians, median and range.
+* ``--cpu RUNTIME ...``: wall and process CPU per step, each runtime alone in a fresh
+  process (:data:`CHILD`), A and B alternating.
+* ``--cachegrind RUNTIME ...``: instructions and simulated cache misses per step, which do
+  not move with the host's load (valgrind runs one thread at a time: use one-thread
+  runtimes). Each runtime runs twice under cachegrind, for 1 and ``1 + --steps`` timed
+  steps, and the difference is divided by ``--steps``; the last level is simulated as
+  ``--ll-bytes`` (2 MiB, this machine's per-core L2). Without revisions it counts this
+  checkout. ``--top N`` lists the functions that change most between the first two runs.
 
-The pyperf files are ``RESULTS/a-roundN.json`` and ``RESULTS/b-roundN.json`` (``--results``,
-or a new temporary directory that is kept). The table gives, per benchmark (names
-normalised so that ``seer:2`` and ``seer(2)`` match), the median time of A and of B over
-all values, and the ratio B/A of the per-round medians: its median over rounds and its
-range.
-
-``--cpu RUNTIME [RUNTIME ...]`` compares CPU time as well as wall time, which pyperf does
-not record: each round runs ``bench/steptime.py`` (this checkout's copy, with each
-revision's packages) once per runtime and revision, every runtime in a fresh process,
-A and B alternating; the other arguments go to ``steptime.py``:
-
-    .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 4 --cpu serial seer:2 \
-        --workload pcs --entities 1600 --cost 120 --steps 10
+What each mode is for, and how to read it: docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -45,60 +42,75 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.harness import Runs, load, table
+from bench.harness import ROOT, Runs, label, load, parse_runtime, table
 
-__all__ = ["Row", "commits_of", "compare", "format_table", "main", "summarise", "verdict",
+__all__ = ["Counts", "Row", "check_imports", "column", "difference", "format_cpu_table",
+           "format_table", "main", "parse", "summarise", "top_differences", "verdict",
            "worktrees"]
 
-ROOT = Path(__file__).resolve().parent.parent
-#: one round's run shape unless the arguments give their own
+#: one pyperf round's shape unless the arguments give their own
 DEFAULT_ROUND = ["--processes", "1", "--values", "3", "--warmups", "1"]
-#: pyperf flags that set a run's shape; any of them replaces DEFAULT_ROUND
 SHAPE_FLAGS = {"--fast", "--rigorous", "--debug-single-value", "-p", "--processes", "-n",
                "--values", "-w", "--warmups"}
-#: fixed loops per value unless given: A and B time the same steps after a reset
-DEFAULT_LOOPS = ["--loops", "4"]
-#: pyperf flags this script sets itself
 OWN_FLAGS = {"-o", "--output", "--append"}
 #: a ratio closer to 1 than this is a tie, whatever its range
 NOISE = 0.03
+#: One runtime's wall and CPU seconds per step, printed as JSON: run with ``python -c`` in
+#: a revision's worktree, it uses only what older revisions have too (its own timing loop,
+#: ``bench.bench_runtimes.make_model``). ``busy_ns`` fixes BusyWork's calibration, which
+#: moves by about 10 % between processes, so both revisions run the same work.
+CHILD = """\
+import json, sys, time
+import seer, seer.busywork
+from bench.bench_runtimes import make_model
+a = json.loads(sys.argv[1])
+if a["busy_ns"] > 0:
+    seer.busywork._ns_per_element = a["busy_ns"]
+model = make_model(a["workload"], a["entities"], a["cost"], a["fanout"], a["gain"])
+actions = [model.sample_actions(t) for t in range(a["warmup"] + a["steps"])]
+rt = seer.make_runtime(model, a["kind"], threads=a["threads"])
+try:
+    rt.reset(seed=0)
+    for t in range(a["warmup"]):
+        rt.step(actions[t])
+    c0, t0 = time.process_time(), time.perf_counter()
+    for t in range(a["warmup"], a["warmup"] + a["steps"]):
+        rt.step(actions[t])
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+finally:
+    rt.close()
+print(json.dumps({"wall_s": wall / a["steps"], "cpu_s": cpu / a["steps"]}))
+"""
+#: cachegrind's events reported: instructions, L1 data misses, last-level misses
+COLUMNS = {"instructions": ("Ir",), "L1d misses": ("D1mr", "D1mw"),
+           "LL misses": ("ILmr", "DLmr", "DLmw")}
 
 
-def git(*args: str, cwd: Path = ROOT) -> str:
-    """Run git; return its stdout stripped. Raises CalledProcessError with git's message."""
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if proc.returncode:
-        raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout,
-                                            proc.stderr)
-    return proc.stdout.strip()
-
-
-def commits_of(parser: argparse.ArgumentParser, revs: list[str]) -> list[str]:
-    """The full commit hash of each revision; a parser error naming them if one is not a
-    commit of this repository."""
-    try:
-        return [git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}") for rev in revs]
-    except subprocess.CalledProcessError:
-        parser.error(f"{' or '.join(map(repr, revs))} is not a commit of {ROOT}")
+# -- worktrees -------------------------------------------------------------------------------
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 @contextmanager
 def worktrees(commits: list[str]) -> Iterator[list[Path]]:
-    """A detached worktree of each commit under one temporary directory; all removed on
-    exit (a failed removal is reported, not raised, so it cannot hide the real error)."""
+    """A detached worktree of each commit, its imports checked; all removed on exit (a
+    failed removal is reported, not raised, so it cannot hide the real error)."""
     tmp = Path(tempfile.mkdtemp(prefix="seer-compare-"))
     paths: list[Path] = []
     print(f"[compare] worktrees in {tmp}", flush=True)
     try:
         for name, commit in zip("ab", commits, strict=True):
-            path = tmp / name
-            git("worktree", "add", "--detach", "--quiet", str(path), commit)
-            paths.append(path)
+            paths.append(tmp / name)
+            git("worktree", "add", "--detach", "--quiet", str(paths[-1]), commit)
+        for path in paths:
+            check_imports(path)
         yield paths
     finally:
         for path in paths:
@@ -110,19 +122,12 @@ def worktrees(commits: list[str]) -> Iterator[list[Path]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def worktree_env(worktree: Path) -> dict[str, str]:
-    """The environment that makes Python (and pyperf's workers, which keep PYTHONPATH)
-    import the worktree's packages first."""
-    return {**os.environ, "PYTHONPATH": str(worktree)}
-
-
 def check_imports(worktree: Path) -> None:
     """Raise RuntimeError unless ``seer``, ``bench`` and ``workloads`` come from
     ``worktree`` when run there as the benchmark will be."""
     code = "import bench, seer, workloads; print(bench.__file__, seer.__file__, " \
            "workloads.__file__, sep='\\n')"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=worktree, env=worktree_env(worktree),
-                          capture_output=True, text=True)
+    proc = _run([sys.executable, "-c", code], worktree, check=False)
     if proc.returncode:
         raise RuntimeError(f"cannot import the packages of {worktree}:\n{proc.stderr}")
     for path in proc.stdout.splitlines():
@@ -130,85 +135,40 @@ def check_imports(worktree: Path) -> None:
             raise RuntimeError(f"{path} is imported instead of the copy in {worktree}")
 
 
-def run_bench(worktree: Path, args: list[str], out: Path) -> None:
-    """One pyperf run of ``bench.bench_runtimes`` from ``worktree`` into ``out``."""
-    out.unlink(missing_ok=True)  # pyperf refuses to overwrite a file
-    cmd = [sys.executable, "-m", "bench.bench_runtimes", *args, "-o", str(out)]
-    proc = subprocess.run(cmd, cwd=worktree, env=worktree_env(worktree), capture_output=True,
-                          text=True)
-    if proc.returncode:
-        raise RuntimeError(f"bench_runtimes failed in {worktree} (exit {proc.returncode}):\n"
-                           f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+def _run(cmd: list[str], where: Path, check: bool = True,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``cmd`` in ``where`` with its packages first on ``PYTHONPATH`` (pyperf's workers
+    keep it); RuntimeError with the end of its output if it fails and ``check``."""
+    env = {**os.environ, "PYTHONPATH": str(where), **(env or {})}
+    proc = subprocess.run(cmd, cwd=where, env=env, capture_output=True, text=True)
+    if check and proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed in {where} (exit {proc.returncode}):"
+                           f"\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return proc
 
 
-def compare(commits: list[str], rounds: int, args: list[str], results: Path) -> list[list[Runs]]:
-    """Run every round; return, per revision (a, b), the runs loaded from each round."""
+def _orders(rounds: int, items: int) -> Iterator[tuple[int, int, tuple[int, int]]]:
+    """(round, item, revision order): A and B alternate over rounds and items."""
+    for r, k in itertools.product(range(rounds), range(items)):
+        yield r, k, (0, 1) if (r + k) % 2 == 0 else (1, 0)
+
+
+# -- pyperf ----------------------------------------------------------------------------------
+def pyperf_rounds(trees: list[Path], rounds: int, args: list[str],
+                  results: Path) -> list[list[Runs]]:
+    """Per revision (a, b), the pyperf runs of each round."""
     loaded: list[list[Runs]] = [[], []]
-    with worktrees(commits) as trees:
-        for tree in trees:
-            check_imports(tree)
-        for r in range(rounds):
-            order = (0, 1) if r % 2 == 0 else (1, 0)  # alternate which revision goes first
-            for i in order:
-                out = results / f"{'ab'[i]}-round{r + 1}.json"
-                started = time.perf_counter()
-                run_bench(trees[i], args, out)
-                print(f"[compare] round {r + 1} of {rounds}: {'AB'[i]} "
-                      f"({time.perf_counter() - started:.0f} s)", flush=True)
-                loaded[i].append(load(out))
+    for r, _k, order in _orders(rounds, 1):
+        for i in order:
+            out = results / f"{'ab'[i]}-round{r + 1}.json"
+            out.unlink(missing_ok=True)  # pyperf refuses to overwrite a file
+            started = time.perf_counter()
+            _run([sys.executable, "-m", "bench.bench_runtimes", *args, "-o", str(out)],
+                 trees[i])
+            print(f"[compare] round {r + 1} of {rounds}: {'AB'[i]} "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+            loaded[i].append(load(out))
     return loaded
-
-
-def run_steptime(worktree: Path, args: list[str]) -> dict:
-    """One ``bench/steptime.py`` run (this checkout's file) with ``worktree``'s packages."""
-    cmd = [sys.executable, str(ROOT / "bench" / "steptime.py"), *args]
-    proc = subprocess.run(cmd, cwd=worktree, env=worktree_env(worktree), capture_output=True,
-                          text=True)
-    if proc.returncode:
-        raise RuntimeError(f"steptime failed in {worktree} (exit {proc.returncode}):\n"
-                           f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def compare_cpu(commits: list[str], rounds: int, runtimes: list[str],
-                args: list[str]) -> list[list[dict[str, tuple[float, float]]]]:
-    """Every round of the ``--cpu`` mode; per revision (a, b), per round, ``runtime ->
-    (wall, cpu)`` seconds per step."""
-    loaded: list[list[dict[str, tuple[float, float]]]] = [[], []]
-    with worktrees(commits) as trees:
-        for tree in trees:
-            check_imports(tree)
-        for r in range(rounds):
-            got: list[dict[str, tuple[float, float]]] = [{}, {}]
-            for k, runtime in enumerate(runtimes):
-                # alternate which revision goes first, over runtimes and rounds
-                for i in (0, 1) if (r + k) % 2 == 0 else (1, 0):
-                    res = run_steptime(trees[i], [*args, "--runtime", runtime])
-                    got[i][res["runtime"]] = (res["wall_s"], res["cpu_s"])
-            for i in (0, 1):
-                loaded[i].append(got[i])
-            print(f"[compare] round {r + 1} of {rounds} done", flush=True)
-    return loaded
-
-
-def format_cpu_table(a: list[dict[str, tuple[float, float]]],
-                     b: list[dict[str, tuple[float, float]]]) -> list[str]:
-    """Per runtime: median wall and CPU per step of A and B, and B/A per round (median
-    over rounds, and range), with the wall verdict."""
-    rows = []
-    for name in a[0]:
-        cells = [name]
-        for j in (0, 1):  # wall, then CPU
-            ratios = [rb[name][j] / ra[name][j] for ra, rb in zip(a, b, strict=True)]
-            ratio = statistics.median(ratios)
-            cells += [_seconds(statistics.median(ra[name][j] for ra in a)),
-                      _seconds(statistics.median(rb[name][j] for rb in b)),
-                      f"{ratio:.3f} ({min(ratios):.3f}-{max(ratios):.3f})"]
-            if j == 0:
-                wall_verdict = verdict(ratio, min(ratios), max(ratios))
-        rows.append([*cells, wall_verdict])
-    return table(["runtime", "A wall", "B wall", "B/A wall", "A CPU", "B CPU", "B/A CPU",
-                  "verdict (wall)"], rows)
 
 
 class Row(NamedTuple):
@@ -261,7 +221,6 @@ def _seconds(t: float) -> str:
 
 
 def format_table(rows: list[Row]) -> list[str]:
-    """The markdown table of :func:`summarise`'s rows."""
     return table(["benchmark", "A median", "B median", "B/A (median)", "B/A (range)",
                   "verdict"],
                  [[r.name, _seconds(r.a), _seconds(r.b), f"{r.ratio:.3f}",
@@ -269,65 +228,262 @@ def format_table(rows: list[Row]) -> list[str]:
                   for r in rows])
 
 
+# -- wall and CPU ----------------------------------------------------------------------------
+def _child_args(model: argparse.Namespace, runtime: str, steps: int) -> list[str]:
+    kind, threads = parse_runtime(runtime)
+    return ["-c", CHILD, json.dumps({**vars(model), "kind": kind, "threads": threads,
+                                     "steps": steps})]
+
+
+def cpu_rounds(trees: list[Path], rounds: int, runtimes: list[str],
+               model: argparse.Namespace) -> list[list[dict[str, tuple[float, float]]]]:
+    """Per revision (a, b), per round, ``runtime -> (wall, cpu)`` seconds per step."""
+    loaded: list[list[dict[str, tuple[float, float]]]] = [
+        [{} for _ in range(rounds)] for _ in range(2)]
+    for r, k, order in _orders(rounds, len(runtimes)):
+        for i in order:
+            proc = _run([sys.executable, *_child_args(model, runtimes[k], model.steps)],
+                        trees[i])
+            got = json.loads(proc.stdout.strip().splitlines()[-1])
+            loaded[i][r][label(*parse_runtime(runtimes[k]))] = (got["wall_s"], got["cpu_s"])
+        if k == len(runtimes) - 1:
+            print(f"[compare] round {r + 1} of {rounds} done", flush=True)
+    return loaded
+
+
+def format_cpu_table(a: list[dict[str, tuple[float, float]]],
+                     b: list[dict[str, tuple[float, float]]]) -> list[str]:
+    """Per runtime: median wall and CPU per step of A and B, and B/A per round (median
+    over rounds, and range), with the wall verdict."""
+    rows = []
+    for name in a[0]:
+        cells, verdicts = [name], []
+        for j in (0, 1):  # wall, then CPU
+            per_round = [rb[name][j] / ra[name][j] for ra, rb in zip(a, b, strict=True)]
+            ratio, low, high = statistics.median(per_round), min(per_round), max(per_round)
+            cells += [_seconds(statistics.median(ra[name][j] for ra in a)),
+                      _seconds(statistics.median(rb[name][j] for rb in b)),
+                      f"{ratio:.3f} ({low:.3f}-{high:.3f})"]
+            verdicts.append(verdict(ratio, low, high))
+        rows.append([*cells, verdicts[0]])
+    return table(["runtime", "A wall", "B wall", "B/A wall", "A CPU", "B CPU", "B/A CPU",
+                  "verdict (wall)"], rows)
+
+
+# -- cachegrind ------------------------------------------------------------------------------
+class Counts(NamedTuple):
+    """A cachegrind profile: program totals and per-function totals (``file:function``),
+    each a Counter by event name."""
+
+    totals: Counter
+    functions: dict[str, Counter]
+
+
+def parse(text: str) -> Counts:
+    """Read a ``cachegrind.out`` file's text (the format valgrind 3.x writes)."""
+    events: list[str] = []
+    functions: dict[str, Counter] = {}
+    totals: Counter = Counter()
+    file = "?"
+    current: Counter | None = None
+    for line in text.splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("fl="):
+            file = line[3:].strip()
+        elif line.startswith("fn="):
+            name = f"{file.rsplit('/', 1)[-1]}:{line[3:].strip()}"
+            current = functions.setdefault(name, Counter())
+        elif line.startswith("summary:"):
+            totals.update(dict(zip(events, map(int, line.split()[1:]), strict=False)))
+        elif line[:1].isdigit() and current is not None:
+            # "line count count ..."; trailing zero counts may be left out
+            current.update(dict(zip(events, map(int, line.split()[1:]), strict=False)))
+    if not events:
+        raise ValueError("not a cachegrind output file: no 'events:' line")
+    if not totals:  # old files without a summary line
+        for c in functions.values():
+            totals.update(c)
+    return Counts(totals, functions)
+
+
+def difference(longer: Counts, shorter: Counts, steps: int) -> Counts:
+    """Counts per step of the ``steps`` steps that ``longer`` ran beyond ``shorter``."""
+    def per_step(a: Counter, b: Counter) -> Counter:
+        return Counter({k: (a[k] - b[k]) / steps for k in a.keys() | b.keys()})
+    names = longer.functions.keys() | shorter.functions.keys()
+    return Counts(per_step(longer.totals, shorter.totals),
+                  {n: per_step(longer.functions.get(n, Counter()),
+                               shorter.functions.get(n, Counter())) for n in names})
+
+
+def column(counts: Counter, name: str) -> float:
+    return sum(counts[e] for e in COLUMNS[name])
+
+
+def counts_per_step(runtime: str, model: argparse.Namespace, steps: int, ll_bytes: int,
+                    where: Path) -> Counts:
+    """Per-step counts of ``runtime``: :data:`CHILD` under cachegrind for 1 and
+    ``1 + steps`` timed steps, the difference divided by ``steps`` (imports, model building
+    and warm-up cancel out). BLAS on one thread: its idle threads would only add noise."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="seer-cachegrind-") as tmp:
+        for n in (1, 1 + steps):
+            out = Path(tmp) / f"cg.{n}.out"
+            _run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--LL={ll_bytes},16,64",
+                  f"--cachegrind-out-file={out}", sys.executable,
+                  *_child_args(model, runtime, n)], where,
+                 env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+            runs.append(parse(out.read_text()))
+    return difference(runs[1], runs[0], steps)
+
+
+def top_differences(a: Counts, b: Counts, n: int, by: str = "instructions") -> list[list[str]]:
+    """The ``n`` functions whose count in column ``by`` changes most from ``a`` to ``b``
+    (per step), largest first (ties by name), with their instructions and last-level misses
+    in ``a`` and the change of each."""
+    empty: Counter = Counter()
+
+    def value(p: Counts, name: str, col: str) -> float:
+        return column(p.functions.get(name, empty), col)
+
+    ranked = sorted(a.functions.keys() | b.functions.keys(),
+                    key=lambda f: (-abs(value(b, f, by) - value(a, f, by)), f))
+    return [[f, f"{value(a, f, 'instructions'):,.0f}",
+             f"{value(b, f, 'instructions') - value(a, f, 'instructions'):+,.0f}",
+             f"{value(a, f, 'LL misses'):,.0f}",
+             f"{value(b, f, 'LL misses') - value(a, f, 'LL misses'):+,.0f}"]
+            for f in ranked[:n]]
+
+
+def cachegrind_table(profiles: dict[str, Counts], top: int) -> list[str]:
+    first = profiles[next(iter(profiles))].totals
+    rows = [[name, *(f"{column(p.totals, c):,.0f}" for c in COLUMNS),
+             *(f"{column(p.totals, c) / column(first, c):.3f}" if column(first, c) else "-"
+               for c in COLUMNS)] for name, p in profiles.items()]
+    out = table(["run", *COLUMNS, *(f"{c} / first" for c in COLUMNS)], rows)
+    names = list(profiles)
+    for by in ("instructions", "LL misses") if top and len(names) >= 2 else ():
+        out += ["", f"Functions whose {by} change most, {names[0]} -> {names[1]} (per step)",
+                "", *table(["file:function", "instructions", "change", "LL misses", "change"],
+                           top_differences(profiles[names[0]], profiles[names[1]], top, by))]
+    return out
+
+
+# -- command line ----------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], allow_abbrev=False,
-        usage="python -m bench.compare REV_A REV_B [--rounds N] [--results DIR] "
-        "[bench_runtimes args...]",
-        epilog="Every other argument goes to bench.bench_runtimes of both revisions.")
-    parser.add_argument("rev_a", metavar="REV_A", help="the 'before' revision")
-    parser.add_argument("rev_b", metavar="REV_B", help="the 'after' revision")
+        prog="python -m bench.compare", description=__doc__.splitlines()[0],
+        allow_abbrev=False, usage="python -m bench.compare [REV_A REV_B] [--cpu RUNTIME ... | "
+        "--cachegrind RUNTIME ...] [options] [bench_runtimes args...]",
+        epilog="Without --cpu or --cachegrind, every other argument goes to "
+        "bench.bench_runtimes of both revisions.")
     parser.add_argument("--rounds", type=int, default=3, help="paired rounds (default 3)")
     parser.add_argument("--results", type=Path, default=None,
                         help="directory for the pyperf files (default: a new temporary one)")
-    parser.add_argument("--cpu", nargs="+", metavar="RUNTIME", default=None,
-                        help="compare wall and CPU time of these runtimes with "
-                        "bench/steptime.py instead of pyperf (other arguments go to it)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--cpu", nargs="+", metavar="RUNTIME",
+                      help="wall and CPU time of these runtimes, each in a fresh process")
+    mode.add_argument("--cachegrind", nargs="+", metavar="RUNTIME",
+                      help="instructions and cache misses per step under valgrind")
+    parser.add_argument("--ll-bytes", type=int, default=2 << 20,
+                        help="--cachegrind: simulated last-level cache (default 2 MiB)")
+    parser.add_argument("--top", type=int, default=0, metavar="N",
+                        help="--cachegrind: the N functions that differ most")
+    parser.add_argument("--out", type=Path, help="--cachegrind: also write the counts as JSON")
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
+def _model_parser() -> argparse.ArgumentParser:
+    """The model of ``--cpu`` and ``--cachegrind``, and its steps."""
+    model = argparse.ArgumentParser(prog="python -m bench.compare --cpu/--cachegrind",
+                                    allow_abbrev=False)
+    model.add_argument("--workload", default="pcs")
+    model.add_argument("--entities", type=int, default=1600)
+    model.add_argument("--cost", type=float, default=15.0)
+    model.add_argument("--fanout", type=int, default=1)
+    model.add_argument("--gain", type=float, default=2.0)
+    model.add_argument("--steps", type=int, default=None,
+                       help="timed steps (default: --cpu 10, --cachegrind 2)")
+    model.add_argument("--warmup", type=int, default=2)
+    model.add_argument("--busy-ns", type=float, default=4.0,
+                       help="fix BusyWork's ns per element (0: calibrate)")
+    return model
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[str, float]] | None:
     parser = _parser()
-    args, bench_args = parser.parse_known_args(argv)
-    flags = {a.split("=", 1)[0] for a in bench_args}
+    argv = sys.argv[1:] if argv is None else argv
+    revs = list(itertools.takewhile(lambda a: not a.startswith("-"), argv))
+    args, extra = parser.parse_known_args(argv[len(revs):])
+    if len(revs) != 2 and (revs or not args.cachegrind):
+        parser.error("give two revisions, REV_A REV_B (only --cachegrind runs without)")
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
-    if args.cpu:
-        _main_cpu(parser, args, bench_args)
-        return
-    if flags & OWN_FLAGS:
-        parser.error(f"{sorted(flags & OWN_FLAGS)} are set by bench.compare (see --results)")
-    if not flags & SHAPE_FLAGS:
-        bench_args = [*DEFAULT_ROUND, *bench_args]
-    if not flags & {"-l", "--loops"}:
-        bench_args = [*DEFAULT_LOOPS, *bench_args]
-    commits = commits_of(parser, [args.rev_a, args.rev_b])
-    results = args.results or Path(tempfile.mkdtemp(prefix="seer-compare-results-"))
-    results.mkdir(parents=True, exist_ok=True)
     try:
-        a, b = compare(commits, args.rounds, bench_args, results)
+        commits = [git("rev-parse", "--verify", "--quiet", f"{r}^{{commit}}") for r in revs]
+    except subprocess.CalledProcessError:
+        parser.error(f"{' or '.join(map(repr, revs))} is not a commit of {ROOT}")
+    if args.cpu or args.cachegrind:
+        model = _model_parser().parse_args(extra)
+        args.steps = vars(model).pop("steps")
+        if args.steps is not None and args.steps < 1:
+            parser.error("--steps must be >= 1")
+    try:
+        if args.cachegrind:
+            return _cachegrind(parser, args, model, revs, commits)
+        head = f"A = {revs[0]} ({commits[0][:10]}), B = {revs[1]} ({commits[1][:10]})"
+        if args.cpu:
+            model.steps = args.steps or 10
+            with worktrees(commits) as trees:
+                a, b = cpu_rounds(trees, args.rounds, args.cpu, model)
+            print(f"\n{head}; {args.rounds} rounds, {model.steps} steps of {model.workload} "
+                  f"n={model.entities} cost {model.cost:g}, each runtime in a fresh "
+                  "process; per step\n")
+            print("\n".join(format_cpu_table(a, b)))
+            return None
+        flags = {a.split("=", 1)[0] for a in extra}
+        if flags & OWN_FLAGS:
+            parser.error(f"{sorted(flags & OWN_FLAGS)} are set by bench.compare (see "
+                         "--results)")
+        extra = [*([] if flags & {"-l", "--loops"} else ["--loops", "4"]),
+                 *([] if flags & SHAPE_FLAGS else DEFAULT_ROUND), *extra]
+        results = args.results or Path(tempfile.mkdtemp(prefix="seer-compare-results-"))
+        results.mkdir(parents=True, exist_ok=True)
+        with worktrees(commits) as trees:
+            rows, unpaired = summarise(*pyperf_rounds(trees, args.rounds, extra, results))
     except RuntimeError as e:
         sys.exit(f"[compare] {e}")
-    rows, unpaired = summarise(a, b)
-    print(f"\nA = {args.rev_a} ({commits[0][:10]}), B = {args.rev_b} ({commits[1][:10]}); "
-          f"{args.rounds} rounds of bench_runtimes {' '.join(bench_args)}; pyperf files in "
-          f"{results}\n")
+    print(f"\n{head}; {args.rounds} rounds of bench_runtimes {' '.join(extra)}; pyperf "
+          f"files in {results}\n")
     print("\n".join(format_table(rows)))
     if unpaired:
         print(f"\nnot in every run of both revisions (left out): {', '.join(unpaired)}")
+    return None
 
 
-def _main_cpu(parser: argparse.ArgumentParser, args: argparse.Namespace,
-              steptime_args: list[str]) -> None:
-    commits = commits_of(parser, [args.rev_a, args.rev_b])
-    try:
-        a, b = compare_cpu(commits, args.rounds, args.cpu, steptime_args)
-    except RuntimeError as e:
-        sys.exit(f"[compare] {e}")
-    print(f"\nA = {args.rev_a} ({commits[0][:10]}), B = {args.rev_b} ({commits[1][:10]}); "
-          f"{args.rounds} rounds of bench/steptime.py {' '.join(steptime_args)}, each "
-          "runtime in a fresh process; per step\n")
-    print("\n".join(format_cpu_table(a, b)))
+def _cachegrind(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                model: argparse.Namespace, revs: list[str],
+                commits: list[str]) -> dict[str, dict[str, float]]:
+    steps = 2 if args.steps is None else args.steps
+    if shutil.which("valgrind") is None:
+        sys.exit("[compare] valgrind is not installed (apt install valgrind)")
+    profiles: dict[str, Counts] = {}
+    with worktrees(commits) if revs else contextlib.nullcontext([ROOT]) as trees:
+        for runtime in args.cachegrind:
+            for rev, tree in zip(revs or [""], trees, strict=True):
+                name = f"{runtime} @ {rev}" if rev else runtime
+                print(f"[compare] cachegrind {name}", flush=True)
+                profiles[name] = counts_per_step(runtime, model, steps, args.ll_bytes, tree)
+    print(f"\nPer step ({steps} steps counted; last level simulated as "
+          f"{args.ll_bytes / 2**20:g} MiB; {model.workload} n={model.entities} cost "
+          f"{model.cost:g})\n")
+    print("\n".join(cachegrind_table(profiles, args.top)))
+    result = {name: {c: column(p.totals, c) for c in COLUMNS} for name, p in profiles.items()}
+    if args.out:
+        args.out.write_text(json.dumps({"steps": steps, "ll_bytes": args.ll_bytes,
+                                        "per_step": result}, indent=1) + "\n")
+    return result
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""bench.cachegrind: reading cachegrind's files, per-step differences, and one real run."""
+"""bench.compare --cachegrind: reading its files, per-step differences, one real run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from bench import cachegrind
-from bench.cachegrind import Counts, column, difference, parse, top_differences
+from bench import compare
+from bench.compare import Counts, column, difference, parse, top_differences
 
 SAMPLE = """\
 desc: I1 cache:         32768 B, 64 B, 8-way associative
@@ -76,18 +76,18 @@ def test_top_differences_ranks_by_change() -> None:
     assert rows[0][4] == "+500"
 
 
-def test_cli_refuses_arguments_it_sets(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        cachegrind.main(["--steps", "0"])
+        compare.main(["--cachegrind", "serial", "--steps", "0"])
     with pytest.raises(SystemExit):
-        cachegrind.main(["--runtime", "seer:1"])
-    assert "set by bench.cachegrind" in capsys.readouterr().err
+        compare.main(["--cachegrind", "serial", "--costs", "5"])
+    assert "unrecognized arguments: --costs 5" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_counts_a_real_run(tmp_path) -> None:
     out = tmp_path / "cg.json"
-    result = cachegrind.main(["--runtimes", "serial", "--steps", "1", "--out", str(out),
+    result = compare.main(["--cachegrind", "serial", "--steps", "1", "--out", str(out),
                               "--workload", "pcs", "--entities", "100", "--cost", "15",
                               "--warmup", "1"])
     per_step = result["serial"]
