@@ -1,34 +1,43 @@
 """Parallel efficiency: each runtime's speed-up over serial, the CPU time it spent for it,
-and its share of the ceiling, on the project's workloads, side by side.
+and its share of the ceiling, on the project's workloads, side by side; with ``--balance``,
+the per-thread CPU time of each pooled runtime (how evenly the work lands on the threads).
 
     .venv/bin/python -m bench.efficiency --out bench/results/efficiency.json  # ~5 minutes
     .venv/bin/python -m bench.efficiency --smoke --out /tmp/eff.json          # seconds
     .venv/bin/python -m bench.efficiency --threads 4 8 16 --only aircraft pcs --out m.json
     .venv/bin/python -m bench.efficiency --model mypackage.env:MyModel n=500 --out mine.json
+    .venv/bin/python -m bench.efficiency --balance --only pcs_gain8 --steps 20 --out lb.json
 
-Every workload is one :func:`seer.benchmark.compare`: runtimes built once, timed in turns
-(``rounds`` rounds of ``steps`` steps after a reset and a warm-up step, the order rotating),
-ratios paired by round, the ceiling (T independent serial runs on T threads) in every round,
-and the host's capacity before and after. A speed-up says how much sooner a step ends; the
-CPU ratio (total process CPU over serial's) says what the threads paid for it: with two
-threads and perfect scaling the speed-up is 2 and the CPU ratio 1 (``docs/performance.md``).
-``--threads`` replaces the 2 of every runtime label (``seer(2)`` -> ``seer(T)``), one
-comparison per T, for the many-core machine. The goals read from this file are in
-``bench/goals.toml``.
+Every workload is one :func:`seer.benchmark.compare` (rounds, rotation, paired ratios, the
+ceiling, capacity); ``--threads`` replaces the 2 of every runtime label, one comparison per
+T. How to read speed-up, CPU ratio and ceiling: docs/performance.md. The goals read from
+this file are in ``bench/goals.toml``.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ALL, PEERS, compare, host_facts, make_model, model_factory, write_json
+import seer
+from bench.harness import (
+    ALL,
+    PEERS,
+    compare,
+    host_facts,
+    make_model,
+    model_factory,
+    state_digest,
+    timed_steps,
+    write_json,
+)
 from seer.specs import parse_kwargs
 
-__all__ = ["WORKLOADS", "main", "measure", "measure_model"]
+__all__ = ["BALANCE_KINDS", "WORKLOADS", "balance", "main", "measure", "measure_model"]
 
 #: key -> (title, workload, entities, cost µs, hotspot peak, runtimes at 2 threads)
 WORKLOADS: dict[str, tuple[str, str, int, float, float, list[str]]] = {
@@ -64,6 +73,34 @@ def measure(key: str, steps: int, rounds: int, threads: int = 2,
             "gain": gain, "threads": threads, **result.to_json()}
 
 
+#: the pooled runtimes whose per-thread CPU ``--balance`` measures
+BALANCE_KINDS = ("seer", "static", "static-block", "global")
+
+
+def balance(workload: str, entities: int, cost: float, kind: str, threads: int,
+            steps: int, gain: float = 2.0) -> dict[str, Any]:
+    """One runtime's per-thread CPU seconds (``WorkerStats.cpu_s``, from
+    ``time.thread_time`` in the pool), events and steals over ``steps`` steps after a
+    warm-up step, its wall time, final state digest and the CV of the CPU seconds."""
+    model = make_model(workload, entities, cost, 1, gain)
+    actions = [model.sample_actions(t) for t in range(steps + 1)]
+    rt = seer.make_runtime(model, kind, threads=threads)
+    try:
+        rt.reset(0)
+        rt.step(actions[0])
+        rt.pool.reset_stats()
+        wall = steps * timed_steps(rt, actions[1:], steps)[0]
+        stats, digest = rt.worker_stats(), state_digest(rt)
+    finally:
+        rt.close()
+    cpu = [s["cpu_s"] for s in stats]
+    mean = statistics.fmean(cpu)
+    return {"kind": kind, "threads": threads, "wall_s": wall, "cpu_s": cpu,
+            "events": [s["events"] for s in stats],
+            "steals": [s.get("steals", 0) for s in stats], "state_sha256": digest,
+            "cpu_cv": statistics.pstdev(cpu) / mean if mean else 0.0}
+
+
 def measure_model(words: list[str], steps: int, rounds: int, threads: int = 2
                   ) -> dict[str, Any]:
     """A model given as a spec and key=value words, on every runtime at ``threads``."""
@@ -85,15 +122,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", nargs="+", default=None, metavar="SPEC",
                         help="measure this model (module:callable or a registered name, then "
                         "key=value arguments) instead of the workloads")
+    parser.add_argument("--balance", action="store_true",
+                        help="per-thread CPU time of each pooled runtime on the one workload "
+                        "of --only, at the first --threads, over --steps steps")
     args = parser.parse_args(argv)
     from tqdm import tqdm
 
     steps, rounds = (1, 1) if args.smoke else (args.steps, args.rounds)
-    result: dict[str, Any] = {
-        "command": shlex.join(["python", "-m", "bench.efficiency",
-                               *(argv if argv is not None else sys.argv[1:])]),
-        "host": host_facts(), "steps": steps, "rounds": rounds, "smoke": args.smoke,
-        "workloads": {}}
+    command = shlex.join(["python", "-m", "bench.efficiency",
+                          *(argv if argv is not None else sys.argv[1:])])
+    if args.balance:
+        if len(args.only) != 1 or args.model:
+            parser.error("--balance measures one workload: give it with --only")
+        _title, workload, entities, cost, gain, _runtimes = WORKLOADS[args.only[0]]
+        entities = SMOKE_ENTITIES[workload] if args.smoke else entities
+        steps = 2 if args.smoke else args.steps
+        rows = [balance(workload, entities, cost, k, args.threads[0], steps, gain)
+                for k in tqdm(BALANCE_KINDS, desc="balance", unit="runtime")]
+        write_json(args.out, {"command": command, "host": host_facts(), "workload": workload,
+                              "entities": entities, "cost_us": cost, "gain": gain,
+                              "steps": steps, "rows": rows})
+        for r in rows:
+            print(f"{r['kind']}({r['threads']}): wall {r['wall_s']:.2f} s, CPU per thread "
+                  f"{' '.join(f'{c:.2f}' for c in r['cpu_s'])}, CV {r['cpu_cv']:.3f}")
+        return
+    result: dict[str, Any] = {"command": command, "host": host_facts(), "steps": steps,
+                              "rounds": rounds, "smoke": args.smoke, "workloads": {}}
     todo = [(key, t) for t in args.threads for key in (["model"] if args.model else args.only)]
     for key, t in tqdm(todo, desc="efficiency", unit="workload"):
         name = key if args.threads == [2] else f"{key}@{t}"

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import seer
+from bench.efficiency import balance as balance_of
 from bench.harness import ROOT, capacity_now, compare, host_facts, label, make_model, write_json
-from bench.load_balance import measure as balance_of
 
 __all__ = ["Config", "Unit", "load_results", "main", "plan", "run_study", "runtime_kinds"]
 

@@ -1,21 +1,12 @@
-"""What each report mode measures: model sizes, thread counts and the runtime sets.
-
-Runtimes are written as in :mod:`bench.labels` (``seer(2)``); benchmark names are
-``bench.bench_runtimes.config_name(...)`` plus ``-`` plus the runtime label.
-"""
+"""What each report mode measures: model sizes, thread counts, rounds. Benchmark names are
+``bench.harness.config_name(...)``, ``-`` and the runtime label (``seer(2)``)."""
 
 from __future__ import annotations
 
 import seer
 from bench.harness import config_name
 
-__all__ = ["ALL", "PEERS", "Sizes"]
-
-#: every runtime, in table order; serial first (the baseline of every ratio)
-ALL = ["serial", "seer(1)", "seer(2)", "static(2)", "static-block(2)", "global(2)",
-       "executor(2)", "optimistic(2)"]
-#: SEER and the pooled peers it is measured against
-PEERS = ["serial", "seer(2)", "static(2)", "static-block(2)", "global(2)", "optimistic(2)"]
+__all__ = ["Sizes"]
 
 
 class Sizes:
@@ -30,23 +21,18 @@ class Sizes:
                           "fast": ["--processes", "1", "--values", "1", "--warmups", "1"],
                           "full": ["--processes", "1", "--values", "2", "--warmups", "1"]}[mode]
         self.loops = [] if small else ["--loops", "4"]
-        self.queues = {"smoke": ["--debug-single-value"], "fast": ["--fast"],
-                       "full": ["--processes", "4", "--values", "3"]}[mode]
         self.n_bench = 60 if small else 1600
         self.n_air = 60 if small else 800
         self.n_pcs = 64 if small else 1600
         self.air_cost = 100 if small else 200
         self.pcs_cost = 5 if small else 15
         self.costs = [0, 5] if small else [0, 10, 50, 200]
-        self.pcs_costs = [5, 10] if small else [5, 15, 40]
         self.gains = [0, 8] if small else [0, 2, 4, 8]
         self.scan = {"smoke": [1, 2], "fast": [1, 2, 3, 4, 8],
                      "full": [1, 2, 3, 4, 6, 8] + [t for t in (12, 16) if t <= 2 * cores]}[mode]
         self.air_sweep = [40, 60] if small else [200, 400, 800, 1400]
         self.pcs_sweep = [36, 64] if small else [400, 900, 1600, 2500]
         self.balance_steps = 2 if small else (10 if mode == "fast" else 20)
-        self.stpa = ["--smoke"] if small else []  # bench.stpa's arguments
-        self.pursuit = ["--smoke"] if small else []  # bench.pursuit's arguments
 
     @property
     def air(self) -> str:
