@@ -1,24 +1,18 @@
-"""Step throughput of serial, SEER and the peer runtimes on one model, side by side.
+"""Step throughput of serial, SEER and the peer runtimes on one model, side by side (pyperf).
 
     .venv/bin/python -m bench.bench_runtimes --fast -o runtimes.json
-    .venv/bin/python -m bench.bench_runtimes --fast --workload aircraft --entities 800 --costs 200
-    .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --entities 1600 --costs 15
-    .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --gains 0 2 8 \
-        --runtimes serial 'seer(2)' 'static-block(2)'
+    .venv/bin/python -m bench.bench_runtimes --fast --workload pcs --entities 1600 --costs 15 \
+        --gains 0 2 8 --runtimes serial seer:2 static-block:2
     .venv/bin/python -m bench.bench_runtimes --fast --import examples.locality_steal \
         --runtimes serial 'seer(2)' 'static(2)' 'locality(2)'
     .venv/bin/python -m bench.bench_runtimes --fast --model mypackage.env:MyModel n=500
 
-Each pyperf benchmark times one environment step (same model, seed and actions for every
-runtime, after a warm-up step) of ``workloads.synthetic.BenchModel`` (``--entities`` entities,
-each event doing ``cost`` µs of numpy work) or of a workload (``--workload``, whose
-``cost_us`` knob ``--costs`` sets; for PCS, ``--gains`` sets the moving hotspot's peak),
-or of any model (``--model SPEC key=value ...``, as ``seer bench`` takes it).
-At the end the main process prints throughput as ratios over serial for each
-configuration (measured in this run). Runtimes are named as in :mod:`seer.benchmark`:
-``seer(2)``, or ``seer:2`` on the command line. ``--import MODULE`` (repeatable) imports a
-module first, in the main process and in every pyperf worker, so that a runtime it
-registers (``seer.register_runtime``) can be named in ``--runtimes``.
+Each benchmark times steps after a reset and a warm-up step (same model, seed and actions
+for every runtime) of BenchModel (``--costs``: µs of numpy work per event), a workload
+(``--workload``; ``--gains``: PCS's hotspot peak) or any model (``--model SPEC key=value``,
+as ``seer bench`` takes it). The main process prints throughput over serial at the end.
+``--import MODULE`` (repeatable) imports a module first, in every pyperf worker too, so
+that a runtime it registers can be named in ``--runtimes``.
 """
 
 from __future__ import annotations
@@ -32,7 +26,7 @@ import pyperf
 
 import seer
 
-# make_model is imported from here by bench/steptime.py, also by older revisions' copies
+# make_model is imported from here by bench.compare's child (CHILD), also in older revisions
 from bench.harness import config_name, label, make_model, model_factory, parse_runtime
 from seer.cli import pyperf_metadata
 from seer.specs import parse_kwargs

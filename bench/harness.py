@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -36,9 +37,10 @@ from seer.benchmark import (
 )
 
 __all__ = ["ROOT", "Part", "capacity_now", "code_commit", "compare", "config_name",
-           "cpu_model", "host_facts", "label", "load", "make_model", "model_factory",
-           "normalise_name", "on_threads", "paired", "parse_runtime", "ratios", "run_span",
-           "save_figure", "state_digest", "table", "timed_steps", "write_json"]
+           "cpu_model", "finish", "host_facts", "label", "load", "make_model",
+           "model_factory", "normalise_name", "on_threads", "paired", "parse_runtime",
+           "ratios", "record", "run_span", "save_figure", "state_digest", "table",
+           "timed_steps", "write_json"]
 
 ROOT = Path(__file__).resolve().parent.parent
 label = runtime_label  # the short name every study uses
@@ -158,11 +160,28 @@ def host_facts() -> dict[str, Any]:
     }
 
 
+def record(module: str, argv: Sequence[str] | None, **fields: Any) -> dict[str, Any]:
+    """The head of a study's result file: the command that wrote it (``argv``: its
+    arguments, ``sys.argv[1:]`` when None) and :func:`host_facts` (date, commit, cores,
+    load), then ``fields``."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    return {"command": shlex.join(["python", "-m", module, *words]), "host": host_facts(),
+            **fields}
+
+
+def finish(path: Path | None, result: dict[str, Any], lines: Iterable[str]) -> None:
+    """Write ``result`` to ``path`` (when given), print its summary ``lines`` and where it
+    went."""
+    if path is not None:
+        write_json(Path(path), result)
+    print("\n".join(lines) + (f"\nwrote {path}" if path is not None else ""))
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write atomically: a run killed mid-write leaves no half file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.write_text(json.dumps(data, indent=1, default=float) + "\n")
     os.replace(tmp, path)
 
 

@@ -1,46 +1,22 @@
 """The MARL inference loop end to end: one batched torch policy forward + one SEER step,
-with the latency of every step broken down.
+with the latency of every step broken down into :data:`PHASES`.
 
     .venv/bin/python -m bench.marl_loop                  # 3 rounds of 8 steps (1-2 minutes)
-    .venv/bin/python -m bench.marl_loop --full           # 6 rounds of 10 steps (~3 minutes)
     .venv/bin/python -m bench.marl_loop --smoke --out /tmp/marl_loop.json   # tiny (tests)
 
-The loop, for Aircraft (800 UAVs, ~200 µs events) and PCS (1600 cells, ~15 µs) at the
-report's sizes (:mod:`bench.sizes`), is what a MAPPO rollout does each step: stacked
-observations -> ``torch.from_numpy`` -> one forward pass of
-:class:`examples.marl_policy.ActorCritic` for all agents (shared actor + centralised
-critic, sampling, under ``torch.inference_mode``) -> actions back to numpy -> the
-environment step -> the next stacked observations and rewards. Per step it times
-
-* ``policy``: the forward pass and sampling (actor and critic);
-* ``torch<->numpy``: ``torch.from_numpy`` of the observations and the actions back to
-  numpy (as the environment takes them);
-* ``env``: the runtime executing the step's events (``SeerParallelEnv.step_arrays`` less
-  the two items below);
-* ``assembly``: the per-agent ``outputs()`` (observation and reward of every agent: the
-  runtime runs them on its threads; timed by wrapping the model's ``outputs`` and taking
-  first start to last end over the threads) plus stacking them into batch arrays.
-
-``step_arrays`` is written out here (``env.runtime.step`` then ``np.stack``) only to time
-its two halves apart; it is the same computation.
-
-Every runtime runs the same steps: each round resets every environment with the same
-seed, runs one untimed warm-up step and ``--steps`` timed ones; runtimes take turns within
-a round (each round starting one runtime later), and each figure is the median over
-rounds of the per-step mean. Runtimes: serial, seer(1), seer(2), seer(4), the 2-thread
-peers, ``seer(auto)`` (STPA's choice; its preflight runs once when the environment is made
-and is reported, not timed in the loop), and seer(2) once more with torch's default
-intra-op thread count (torch's threads compete with SEER's for the cores). Torch uses one
-thread everywhere else.
+What a MAPPO rollout does each step, on Aircraft and PCS at :mod:`bench.sizes`: stacked
+observations -> torch -> :class:`examples.marl_policy.ActorCritic` for all agents -> numpy
+actions -> the step -> the next observations and rewards (``step_arrays`` written out, to
+time its halves apart; ``assembly`` is the agents' ``outputs()``, timed by wrapping them).
+Every run (:data:`RUNS`) steps the same seeds; runs take turns within a round, each round
+starting one later; figures are medians over rounds of the per-step mean. Torch uses one
+thread except in the last run. What it shows: docs/performance.md and docs/training.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import shlex
 import statistics
 import sys
 import threading
@@ -226,11 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tqdm import tqdm
 
-    from bench.harness import capacity_now, code_commit
+    from bench.harness import capacity_now, finish, record
     from bench.sizes import Sizes
 
     args = _parser().parse_args(argv)
-    argv = sys.argv[1:] if argv is None else argv
     default_threads = torch_default_threads()
     mode = "smoke" if args.smoke else "full" if args.full else "fast"
     z = Sizes(mode)
@@ -238,35 +213,23 @@ def main(argv: list[str] | None = None) -> int:
     steps = args.steps or {"smoke": 2, "fast": 8, "full": 10}[mode]
     runs = RUNS if not args.smoke else [r for r in RUNS if r[1] != 4]
     sizes = {"aircraft": (z.n_air, z.air_cost), "pcs": (z.n_pcs, z.pcs_cost)}
-    workloads = args.workloads
     started = time.time()
-    load_before = list(os.getloadavg())
-    capacity = {"before": capacity_now()}
-    result: dict[str, Any] = {
-        "command": shlex.join([".venv/bin/python", "-m", "bench.marl_loop", *argv]),
-        "mode": mode, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
-        "commit": code_commit(), "cores": os.cpu_count(), "rounds": rounds, "steps": steps,
-        "hidden": args.hidden, "torch": torch.__version__,
-        "torch_default_threads": default_threads, "paper": PAPER, "workloads": {}}
-    bar = tqdm(total=rounds * len(runs) * len(workloads), desc="marl loop", unit="run")
+    result = record("bench.marl_loop", argv, mode=mode, rounds=rounds, steps=steps,
+                    hidden=args.hidden, torch=torch.__version__,
+                    torch_default_threads=default_threads, paper=PAPER,
+                    capacity={"before": capacity_now()}, workloads={})
+    bar = tqdm(total=rounds * len(runs) * len(args.workloads), desc="marl loop", unit="run")
     try:
-        for w in workloads:
-            n, cost = sizes[w]
+        for w in args.workloads:
             bar.set_postfix(workload=w)
-            result["workloads"][w] = measure(w, n, cost, runs, rounds, steps, args.hidden,
+            result["workloads"][w] = measure(w, *sizes[w], runs, rounds, steps, args.hidden,
                                              progress=lambda: bar.update())
     finally:
         bar.close()
         torch.set_num_threads(default_threads)
-    capacity["after"] = capacity_now()
-    result["capacity"] = capacity
-    result["load_average"] = {"before": load_before, "after": list(os.getloadavg())}
+    result["capacity"]["after"] = capacity_now()
     result["minutes"] = (time.time() - started) / 60
-    result["gil_enabled"] = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print("\n".join(summary(result)))
-    print(f"[marl_loop] wrote {args.out} ({result['minutes']:.1f} minutes)")
+    finish(args.out, result, summary(result))
     return 0
 
 

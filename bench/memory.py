@@ -1,28 +1,13 @@
 """Memory per runtime: peak memory over a fixed episode, each runtime in a fresh process.
 
     .venv/bin/python -m bench.memory --out bench/results/memory.json   # benchmark sizes
-    .venv/bin/python -m bench.memory --full --out bench/results/memory.json
     .venv/bin/python -m bench.memory --smoke --out /tmp/memory.json    # tiny, seconds
 
-For each workload (Aircraft and PCS at the benchmark sizes of :mod:`bench.sizes`) and each
-runtime (``serial``, ``seer(2)``, ``static(2)``, ``global(2)``, ``executor(2)``,
-``optimistic(2)``), two fresh processes run the same episode (``reset(0)`` and ``steps``
-steps with ``model.sample_actions``):
-
-* **RSS**: the process's resident-set high-water mark (``VmHWM`` of
-  ``/proc/self/status``; ``ru_maxrss`` where that file is missing). The mark is reset
-  (``/proc/self/clear_refs`` = 5) after the imports and the model are built, where the
-  kernel allows it, so the peak is the episode's; the row also gives the peak *over* the
-  RSS measured just before the runtime was built (the runtime's own cost).
-* **tracemalloc**: the peak of Python's traced allocations (numpy's buffers included)
-  from just before the runtime is built to the end of the episode, in a second process
-  (tracing slows the run and takes memory of its own, so it does not share a process with
-  the RSS measurement).
-
-The paper reports SEER at about 1/47 of ROOT-Sim's memory and 0.44 GB above ROSS-T's; the
-section puts the same ratios (``optimistic`` / ``seer``, ``seer`` - ``static``) beside them.
-The report runs this module once (not in rounds): ``main(argv)`` writes one JSON file and
-:func:`section` turns it into the RESULTS.md section.
+Per workload (Aircraft and PCS at :mod:`bench.sizes`) and runtime, two fresh processes run
+``reset(0)`` and ``steps`` steps: one reads the RSS high-water mark (``VmHWM``, reset after
+the imports and the model where the kernel allows, else ``ru_maxrss``), the other the
+peak of Python's traced allocations from just before the runtime is built (tracing slows
+the run, so it has a process of its own). The paper's figures beside them: :data:`PAPER`.
 """
 
 from __future__ import annotations
@@ -39,7 +24,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from bench.harness import host_facts
+from bench.harness import finish, record
 
 __all__ = ["PAPER", "RUNTIMES", "main", "measure_child"]
 
@@ -52,35 +37,22 @@ MIB = 1 << 20
 
 
 # -- one measurement (child process) ----------------------------------------------------------
-def _status_kib(field: str) -> int | None:
-    """A ``kB`` field of ``/proc/self/status`` (VmRSS, VmHWM), or None."""
+def _status_bytes(field: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` (VmRSS, VmHWM) in bytes, or None."""
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(field + ":"):
-                return int(line.split()[1])
+                return 1024 * int(line.split()[1])
     return None
 
 
 def _reset_hwm() -> bool:
     """Reset the RSS high-water mark to the current RSS (Linux >= 4.0); False if refused."""
     try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
+        Path("/proc/self/clear_refs").write_text("5")
         return True
     except OSError:
         return False
-
-
-def _rss_bytes() -> int:
-    kib = _status_kib("VmRSS")
-    return (kib or 0) * 1024
-
-
-def _hwm_bytes() -> tuple[int, str]:
-    kib = _status_kib("VmHWM")
-    if kib is not None:
-        return kib * 1024, "VmHWM"
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "ru_maxrss"
 
 
 def measure_child(workload: str, entities: int, cost: float, runtime: str, steps: int,
@@ -92,7 +64,7 @@ def measure_child(workload: str, entities: int, cost: float, runtime: str, steps
 
     kind, threads = parse_runtime(runtime)
     model = make_model(workload, entities, cost, 1)
-    base_rss = _rss_bytes()
+    base_rss = _status_bytes("VmRSS") or 0
     hwm_reset = _reset_hwm()
     if traced:
         tracemalloc.start()
@@ -113,8 +85,10 @@ def measure_child(workload: str, entities: int, cost: float, runtime: str, steps
         row["tracemalloc_peak"] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     else:
-        hwm, source = _hwm_bytes()
-        row.update(rss_peak=hwm, rss_base=base_rss, rss_source=source, hwm_reset=hwm_reset)
+        hwm = _status_bytes("VmHWM")
+        row.update(rss_peak=hwm or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                   rss_base=base_rss, rss_source="VmHWM" if hwm else "ru_maxrss",
+                   hwm_reset=hwm_reset)
     for key in ("events_processed", "rolled_back", "rollback_rate", "state_saving_bytes",
                 "checkpoints"):
         if key in stats:
@@ -152,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure_child(workload, int(n), float(cost), runtime, int(steps),
                                        mode == "traced")))
         return 0
+    from bench.markdown import Results, memory_section
     from bench.sizes import Sizes
 
-    argv = sys.argv[1:] if argv is None else argv
     mode = "smoke" if args.smoke else "full" if args.full else "fast"
     z = Sizes(mode)
     steps = args.steps or {"smoke": 2, "fast": 10, "full": 20}[mode]
@@ -169,21 +143,11 @@ def main(argv: list[str] | None = None) -> int:
             row["tracemalloc_peak"] = _run_child(w, n, cost, runtime, steps,
                                                  traced=True)["tracemalloc_peak"]
             rows.append(row)
-    result = {"command": shlex.join([".venv/bin/python", "-m", "bench.memory", *argv]),
-              "mode": mode, "steps": steps,
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
-              "minutes": (time.time() - started) / 60, "host": host_facts(),
-              "paper": PAPER, "rows": rows}
-    text = json.dumps(result, indent=1)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    from bench.markdown import Results, memory_section
-
-    print("\n".join(memory_section(Results(z, {}, memory=result))))
+    result = record("bench.memory", argv, mode=mode, steps=steps, paper=PAPER, rows=rows,
+                    minutes=(time.time() - started) / 60)
+    finish(args.out, result, memory_section(Results(z, {}, memory=result)))
     return 0
 
 
-# -- RESULTS.md ---------------------------------------------------------------------------------
 if __name__ == "__main__":
     raise SystemExit(main())

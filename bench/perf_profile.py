@@ -2,28 +2,15 @@
 
     .venv/bin/python -m bench.perf_profile --workload pcs --cost 15 --steps 30
 
-For serial, seer(1), seer(T) and T independent serial runs on T threads of one process
-(the settings of :mod:`bench.handler_time`), it runs one child process each under
-``perf record --call-graph dwarf`` with CPython's perf trampolines on (``-X perf``), so
-that every sample's stack names the Python functions it was taken in. Each sample's CPU
-(its period) goes to the *innermost* Python function on its stack: a function's figure
-includes the C code it calls (numpy, the interpreter's reference counting) but not the
-Python functions it calls. Samples with no Python frame go to ``(native) <library>``:
-BLAS and LAPACK kernels, mostly. Only samples taken while the timed steps ran count (the
-child records that interval on ``CLOCK_MONOTONIC``, the clock perf is told to stamp
-samples with).
-
-The table gives milliseconds of CPU per step (for the independent runs: per step of one
-run, so every column is the CPU one step of the environment costs), sorted by how much
-more seer(T) spends in a function than an independent run does: what running one
-environment on T threads costs, function by function, above what any T threads of this
-process pay beside each other. Unlike :mod:`bench.handler_time` it needs no wrapper in
-the code measured, and it sees the runtime's own functions too; it is one sampled run
-per setting (about one sample per millisecond of CPU), so differences under a few tenths
-of a millisecond per step are noise.
-
-Needs ``perf`` (``linux-tools``) and permission to sample one's own processes
-(``/proc/sys/kernel/perf_event_paranoid`` at most 2); it says so when either is missing.
+For serial, seer(1), seer(T) and T independent serial runs on T threads of one process,
+one child process each runs under ``perf record --call-graph dwarf`` with CPython's perf
+trampolines (``-X perf``). Each sample taken while the timed steps ran goes to the
+innermost Python function on its stack (C code it calls included), else to ``(native)
+<library>``. The table gives ms of CPU per step of one environment, sorted by how much
+more seer(T) spends in a function than an independent run: what running one environment
+on T threads costs, function by function. One sampled run per setting (about one sample
+per ms), so differences under a few tenths of a ms are noise. Needs ``perf`` and
+``kernel.perf_event_paranoid`` at most 2. Reading it: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -4,33 +4,17 @@ one process: throughput, the cost of the Dask round trip, and bit-identity.
     .venv/bin/python -m bench.replicas            # writes bench/results/replicas.json
     .venv/bin/python -m bench.replicas --smoke    # tiny sizes, seconds
 
-For each ``K`` replicas x ``T`` threads (simple timers, medians over the timed steps after
-one warm-up step, the same random actions everywhere):
-
-* **one runtime**: one in-process runtime (``seer``, ``T`` threads): steps per second;
-* **K in-process, one after another**: ``K`` runtimes in this process, each stepped in
-  turn: replica-steps per second;
-* **K on Dask**: :class:`~seer.distributed.ReplicaEnvs`, ``K`` worker processes of a
-  ``LocalCluster``, all replicas stepped concurrently: replica-steps per second, and
-  whether every output equals the in-process replicas' bit for bit.
-
-**Overhead of the round trip**: the same with a tiny model (``BenchModel``, 4 entities,
-no busy work), where a step costs almost nothing, so the difference between a Dask batch
-and stepping the ``K`` replicas in-process is what Dask adds per step: with calls going
-straight to the workers (``direct_to_workers=True``, what ``ReplicaEnvs`` uses) and
-relayed by the scheduler (Dask's default for a client of your own).
-
-**Dask's profiler**: batch time with the worker's statistical profiler on (Dask's default)
-and off (what ``ReplicaEnvs`` sets); on free-threaded CPython its 10 ms
-``sys._current_frames()`` sampling stops every thread of the worker.
+Per K replicas x T threads: one in-process runtime, K in-process runtimes stepped in turn,
+and K on Dask (:class:`~seer.distributed.ReplicaEnvs`), taking turns step by step, with
+whether the Dask outputs equal the in-process ones bit for bit. The round trip's cost is
+the same on a tiny model (calls direct to the workers and relayed by the scheduler), and
+the worker profiler's cost its batch time on and off. Reading them: docs/distributed.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -39,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import host_facts
+from bench.harness import finish, record
 
 RESULTS = Path(__file__).parent / "results" / "replicas.json"
 TINY = ("workloads.synthetic:BenchModel", {"n_entities": 4, "cost_us": 0.0})
@@ -232,14 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         if profile:
             bar.set_postfix_str("profiler on/off")
             result["profiler"] = profiler(spec, kwargs, *profile, args.steps, bar)
-    words = sys.argv[1:] if argv is None else list(argv)
-    result["command"] = shlex.join(["python", "-m", "bench.replicas", *words])
-    result["host"] = host_facts()
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, default=float))
-    print("\n".join(summary(result)))
-    print(f"wrote {out}")
+    result.update(record("bench.replicas", argv))
+    finish(Path(args.out), result, summary(result))
     return 0
 
 

@@ -2,33 +2,19 @@
 
     .venv/bin/python -m bench.stpa              # 4 folds, default epochs: a few minutes
     .venv/bin/python -m bench.stpa --smoke --out /tmp/stpa.json   # tiny (tests)
-    .venv/bin/python -m bench.report --only stpa   # the same, as a part of the report
 
-Two measurements, written to ``bench/results/stpa.json`` (RESULTS.md is drawn from it by
-``bench.report``, ``--plots-only`` included):
-
-* the grouped K-fold evaluation of STPA against its baselines on the shipped data set
-  (``seer/stpa/data/dataset.npz``, :func:`seer.stpa.train.evaluate`, what
-  ``seer stpa evaluate`` prints), with each held-out row's regret added: throughput at
-  STPA's choice / best throughput of the row's full scan;
-* the *preflight cost*, in a fresh process (as a user's ``threads="auto"``; the
-  evaluation's torch is not in it): for PCS, Aircraft and BenchModel at the report's
-  sizes, the wall time of :func:`seer.stpa.predictor.choose_threads` (preflight +
-  prediction; the predictor is loaded once before, its load time recorded apart), and the
-  mean step time of ``seer`` at the chosen thread count over a few steps after a warm-up
-  step. The cost is given as a fraction of a 200-step episode, whose time is
-  *extrapolated* from the measured steps (200 x the mean step time).
-
-The host's parallel capacity (:func:`seer.benchmark.capacity_now`, 1 against 2 threads) is
-measured before the evaluation and before and after the preflights.
+Two measurements, into ``bench/results/stpa.json``: the grouped K-fold evaluation of STPA
+against its baselines on the shipped data set (:func:`seer.stpa.train.evaluate`, what
+``seer stpa evaluate`` prints), with each held-out row's regret (throughput at STPA's
+choice / the row's best); and, in a fresh process as a user's ``threads="auto"``, the
+preflight's cost (:func:`seer.stpa.predictor.choose_threads`) on PCS, Aircraft and
+BenchModel as a fraction of a 200-step episode extrapolated from the measured step time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -42,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import seer
-from bench.harness import capacity_now, make_model
+from bench.harness import capacity_now, finish, make_model, record, timed_steps
 from bench.sizes import Sizes
 
 __all__ = ["EPISODE_STEPS", "PREFLIGHT_GOAL", "REGRET_GOAL", "main", "measure_preflight",
@@ -124,24 +110,20 @@ def measure_preflight(title: str, spec: str, factory: Callable[[], seer.Model], 
         preflights.append(info["seconds"])
         probe = info["probe"]
     threads = Counter(choices).most_common(1)[0][0]
-    actions = getattr(model, "sample_actions", lambda step: None)
+    sample = getattr(model, "sample_actions", lambda step: None)
+    actions = [sample(k) for k in range(steps + 1)]
     rt = seer.make_runtime(model, "seer", threads=threads)
     try:
         rt.reset(0)
-        rt.step(actions(0))  # warm-up: pool started, caches filled
-        times = []
-        for k in range(1, steps + 1):
-            t0 = time.perf_counter()
-            rt.step(actions(k))
-            times.append(time.perf_counter() - t0)
+        rt.step(actions[0])  # warm-up: pool started, caches filled
+        step = timed_steps(rt, actions[1:], steps)[0]
     finally:
         rt.close()
     cost = statistics.median(calls)
-    step = statistics.fmean(times)
     return {
         "model": title, "spec": spec, "entities": model.n_entities, "probe": probe,
         "choices": choices, "threads": threads, "choose_threads_s": calls,
-        "preflight_s": preflights, "cost_s": cost, "steps": steps, "step_s": times,
+        "preflight_s": preflights, "cost_s": cost, "steps": steps,
         "mean_step_s": step, "episode_s": EPISODE_STEPS * step,
         "fraction": cost / (EPISODE_STEPS * step),
     }
@@ -193,11 +175,9 @@ def main(argv: list[str] | None = None) -> None:
         args.preflight_json.write_text(json.dumps(preflight_costs(z, args.repeats,
                                                                   args.steps)))
         return
-    from bench.harness import code_commit
     from seer.stpa.dataset import load_dataset
     from seer.stpa.train import PAPER_TABLE_1
 
-    argv = sys.argv[1:] if argv is None else argv
     z = Sizes("smoke" if args.smoke else "full")  # its model sizes only
     folds = args.folds or (2 if args.smoke else 4)
     epochs = args.epochs or (2 if args.smoke else _default_epochs())
@@ -213,31 +193,19 @@ def main(argv: list[str] | None = None) -> None:
     costs = _preflight_child(args, repeats, steps)
     capacity["after preflights"] = capacity_now()
     dataset = args.dataset.resolve()
-    result = {
-        "command": shlex.join([".venv/bin/python", "-m", "bench.stpa", *argv]),
-        "mode": "smoke" if args.smoke else "default",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
-        "minutes": (time.time() - started) / 60,
-        "commit": code_commit(),
-        "cores": seer.cpu_count(),
-        "load_average": list(os.getloadavg()),  # at the end of the run
-        "capacity": capacity,
-        "dataset": {"path": str(dataset.relative_to(ROOT)) if dataset.is_relative_to(ROOT)
-                    else str(dataset), "rows": len(data["labels"]),
-                    "rows_in_file": len(full["labels"]),
-                    "configurations": len(set(data["names"].tolist())),
-                    "groups": len(set(data["groups"].tolist())),
-                    "collected": _manifest(args.dataset)},
-        "settings": {"folds": folds, "epochs": epochs, "seed": args.seed},
-        "paper_table_1": PAPER_TABLE_1,
-        "regret_goal": REGRET_GOAL,
-        "evaluation": report,
-        "preflight": costs,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    _summary(result)
-    print(f"[stpa] wrote {args.out} ({result['minutes']:.1f} minutes)")
+    result = record(
+        "bench.stpa", argv, mode="smoke" if args.smoke else "default",
+        minutes=(time.time() - started) / 60, capacity=capacity,
+        dataset={"path": str(dataset.relative_to(ROOT)) if dataset.is_relative_to(ROOT)
+                 else str(dataset), "rows": len(data["labels"]),
+                 "rows_in_file": len(full["labels"]),
+                 "configurations": len(set(data["names"].tolist())),
+                 "groups": len(set(data["groups"].tolist())),
+                 "collected": _manifest(args.dataset)},
+        settings={"folds": folds, "epochs": epochs, "seed": args.seed},
+        paper_table_1=PAPER_TABLE_1, regret_goal=REGRET_GOAL, evaluation=report,
+        preflight=costs)
+    finish(args.out, result, _summary(result))
 
 
 def _default_epochs() -> int:
@@ -249,18 +217,15 @@ def _default_epochs() -> int:
     return int(inspect.signature(evaluate).parameters["epochs"].default)
 
 
-def _summary(result: dict[str, Any]) -> None:
+def _summary(result: dict[str, Any]) -> list[str]:
     methods = result["evaluation"]["methods"]
-    print(f"{'method':<15} {'MAE':>7} {'MAE thr':>8} {'regret mean':>12} {'worst':>6}")
-    for name, m in methods.items():
-        print(f"{name:<15} {m['mae']:7.3f} {m['mae_threads']:8.2f} {m['regret_mean']:12.3f} "
-              f"{m['regret_worst']:6.3f}")
-    print(f"preflight cost (episode of {EPISODE_STEPS} steps extrapolated from the "
-          "measured mean step time):")
-    for r in result["preflight"]["models"]:
-        print(f"  {r['model']:<32} T={r['threads']} preflight {r['cost_s']:.3f} s, "
-              f"step {1e3 * r['mean_step_s']:.1f} ms -> {100 * r['fraction']:.1f} % of "
-              "an episode")
+    return [f"{'method':<15} {'MAE':>7} {'MAE thr':>8} {'regret mean':>12} {'worst':>6}",
+            *(f"{name:<15} {m['mae']:7.3f} {m['mae_threads']:8.2f} {m['regret_mean']:12.3f} "
+              f"{m['regret_worst']:6.3f}" for name, m in methods.items()),
+            f"preflight cost (a {EPISODE_STEPS}-step episode, extrapolated):",
+            *(f"  {r['model']:<32} T={r['threads']} preflight {r['cost_s']:.3f} s, step "
+              f"{1e3 * r['mean_step_s']:.1f} ms -> {100 * r['fraction']:.1f} % of an episode"
+              for r in result["preflight"]["models"])]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,8 +23,8 @@ def smoke(tmp_path_factory):
 
 def test_smoke_run_records_the_breakdown_and_host_facts(smoke):
     assert smoke["command"].endswith("--smoke --out " + smoke["command"].split()[-1])
-    assert smoke["mode"] == "smoke" and smoke["gil_enabled"] is False
-    assert set(smoke["capacity"]) == {"before", "after"} and smoke["cores"] >= 1
+    assert smoke["mode"] == "smoke" and smoke["host"]["gil_enabled"] is False
+    assert set(smoke["capacity"]) == {"before", "after"} and smoke["host"]["cores"] >= 1
     assert set(smoke["workloads"]) == {"aircraft", "pcs"}
     for w in smoke["workloads"].values():
         labels = [r["label"] for r in w["rows"]]
