@@ -238,12 +238,12 @@ class Part(dict):
         return min(rounds), max(rounds)
 
 
-def save_figure(fig: Any, where: Path, name: str) -> list[str]:
+def save_figure(fig: Any, where: Path, name: str, **savefig: Any) -> list[str]:
     """Lay out ``fig`` (a matplotlib Figure with a canvas), write it to ``where/name``;
     return ``[name]``, the report's list of drawn files."""
     fig.tight_layout()
     where.mkdir(parents=True, exist_ok=True)
-    fig.savefig(where / name)
+    fig.savefig(where / name, **savefig)
     return [name]
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import seer
 from bench import markdown as mc
-from bench.harness import ALL, PEERS, Part, config_name, label
+from bench.harness import ALL, PEERS, Part, config_name, label, save_figure
 from bench.markdown import Results, Row, break_even, cost_points, scan_pairs, speedup
 from bench.sizes import Sizes
 
@@ -43,13 +43,10 @@ def draw(r: Results, where: Path) -> list[str]:
              "stpa_choices.png": r.stpa, "when_seer_helps.png": cost_points(r)}
     drawn = []
     for name, make in makers.items():
-        if not needs[name]:
-            continue
-        fig = make()
-        FigureCanvasAgg(fig)
-        fig.tight_layout()
-        fig.savefig(where / name)
-        drawn.append(name)
+        if needs[name]:
+            fig = make()
+            FigureCanvasAgg(fig)
+            drawn += save_figure(fig, where, name)
     return drawn
 
 
@@ -239,7 +236,6 @@ def draw_manycore(data: dict, where: Path) -> list[str]:
     """The many-core study's figures of the measured groups; their file names."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    where.mkdir(parents=True, exist_ok=True)
     points, figures = data["points"], {}
     cores = max((s.get("host", {}).get("cores", 0) for s in data["sessions"]), default=0)
     if points["scan"]:
@@ -250,8 +246,7 @@ def draw_manycore(data: dict, where: Path) -> list[str]:
         figures["manycore_hotspot.png"] = _mc_hotspot(points["hotspot"])
     for name, fig in figures.items():
         FigureCanvasAgg(fig)
-        fig.tight_layout()
-        fig.savefig(where / name, dpi=110)
+        save_figure(fig, where, name, dpi=110)
     return list(figures)
 
 
