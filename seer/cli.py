@@ -155,9 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_trace.add_argument("--png", default="", help="also draw a Gantt chart to this file")
     p_trace.set_defaults(func=_cmd_trace)
     from seer.benchmark import add_subcommand as add_bench
+    from seer.check.cli import add_subcommand as add_check
     from seer.stpa.cli import add_parser as add_stpa
 
     add_bench(sub)
+    add_check(sub)
     add_stpa(sub)
     return parser
 

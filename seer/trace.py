@@ -41,8 +41,9 @@ _ns = time.perf_counter_ns
 
 class Trace:
     """Records of one runtime (see the module docstring). ``threads[i]`` is thread ``i``'s
-    list: ``("X", name, start_ns, end_ns, args)``, ``("i", name, ns, args)`` or
-    ``("C", name, ns, value)``; only thread ``i`` appends to it while a window runs."""
+    list: ``("X", name, start_ns, end_ns, args)``, ``("i", name, ns, args)``,
+    ``("C", name, ns, value)`` or a flow end ``("s" | "f", name, ns, id)``; only thread
+    ``i`` appends to it while a window runs."""
 
     def __init__(self) -> None:
         self.start_ns = _ns()
@@ -67,6 +68,12 @@ class Trace:
 
     def counter(self, thread: int, name: str, value: float) -> None:
         self.threads[thread].append(("C", name, _ns(), value))
+
+    def flow(self, thread: int, name: str, ns: int, flow_id: int, *, end: bool) -> None:
+        """One end of an arrow between two slices (``end=False``: where it starts, in the
+        slice of ``thread`` that encloses ``ns``; ``end=True``: where it lands). Both ends
+        share ``flow_id``. Perfetto draws it as a flow."""
+        self.threads[thread].append(("f" if end else "s", name, ns, flow_id))
 
     def clear(self) -> None:
         for records in self.threads:
@@ -104,6 +111,12 @@ class Trace:
                     events.append({"name": r[1], "cat": "seer", "ph": "i", "s": "t",
                                    "pid": pid, "tid": tid, "ts": (r[2] - base) / 1e3,
                                    "args": _jsonable(r[3])})
+                elif r[0] in ("s", "f"):
+                    event = {"name": r[1], "cat": "seer", "ph": r[0], "id": r[3],
+                             "pid": pid, "tid": tid, "ts": (r[2] - base) / 1e3}
+                    if r[0] == "f":
+                        event["bp"] = "e"  # bind to the enclosing slice
+                    events.append(event)
                 else:
                     events.append({"name": r[1], "cat": "seer", "ph": "C", "pid": pid,
                                    "tid": tid, "ts": (r[2] - base) / 1e3,

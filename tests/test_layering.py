@@ -23,7 +23,8 @@ CHECKED = ("seer", "workloads", "bench", "examples")
 BASE = frozenset({"busywork", "errors", "events", "model", "platform", "runtime", "serial",
                   "specs", "testing", "trace"})
 
-SEER_LAYERS = ("base", "queues", "interprocess", "sched", "stpa", "facade", "front")
+SEER_LAYERS = ("base", "queues", "interprocess", "sched", "check", "stpa", "facade",
+               "front")
 
 #: Layer -> the other layers its modules may import.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -31,6 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "queues": frozenset({"base"}),
     "interprocess": frozenset({"base", "queues"}),
     "sched": frozenset({"base", "queues"}),
+    "check": frozenset({"base", "queues", "interprocess", "sched"}),
     "stpa": frozenset({"base", "sched"}),
     "facade": frozenset({"base", "sched", "stpa"}),
     "front": frozenset(SEER_LAYERS) - {"front"},

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from seer.queues.atomic import AtomicWords
+from seer.queues.atomic import RELAXED, AtomicWords, data_view
 from seer.queues.layout import BufferLayout, Region
 from seer.queues.pel import CapacityError
 
@@ -24,12 +24,13 @@ __all__ = ["MpmcRing", "RingPort"]
 class MpmcRing:
     """Bounded multi-producer multi-consumer FIFO of int64 values (Dmitry Vyukov's design).
 
-    Words: ``ENQ`` and ``DEQ`` (positions, advanced only by CAS; the CAS needs only
-    atomicity) and one sequence word per slot, which carries the ordering: a producer's
-    release-store of ``s = pos + 1`` publishes the value it stored before, and pairs with
-    the consumer's acquire-load of ``s``; the consumer's release-store of
-    ``s = pos + capacity`` pairs with the next lap's producer's acquire-load, so the
-    consumer's read of the value happens before the slot is overwritten.
+    Words: ``ENQ`` and ``DEQ`` (positions, advanced only by CAS; the CAS and the loads of
+    these words need only atomicity, so they are *relaxed*) and one sequence word per slot,
+    which carries the ordering: a producer's release-store of ``s = pos + 1`` publishes the
+    value it stored before, and pairs with the consumer's acquire-load of ``s``; the
+    consumer's release-store of ``s = pos + capacity`` pairs with the next lap's producer's
+    acquire-load, so the consumer's read of the value happens before the slot is
+    overwritten.
 
     Slot ``i`` with sequence ``s``: ``s == pos`` means free for the producer at ``pos``;
     ``s == pos + 1`` means full for the consumer at ``pos``; the consumer frees it for the
@@ -45,8 +46,10 @@ class MpmcRing:
         if capacity < 2 or capacity & (capacity - 1):
             raise ValueError(f"ring capacity must be a power of two >= 2, got {capacity}")
         self.capacity = capacity
-        self.ctl = AtomicWords(2, buffer=buffer, offset=regions["ring_ctl"].offset)
-        self.seqs = AtomicWords(capacity, buffer=buffer, offset=regions["ring_seq"].offset)
+        self.ctl = AtomicWords(2, buffer=buffer, offset=regions["ring_ctl"].offset,
+                               name="ring_ctl")
+        self.seqs = AtomicWords(capacity, buffer=buffer, offset=regions["ring_seq"].offset,
+                                name="ring_seq")
         self.buffer = buffer
         self.regions = regions
         if initialise:
@@ -80,8 +83,7 @@ class RingPort:
         self._ctl = ring.ctl.accessor(path)
         self._seq = ring.seqs.accessor(path)
         r = ring.regions["ring_data"]
-        self._data = memoryview(ring.buffer).cast("B")[r.offset: r.offset + 8 * ring.capacity] \
-            .cast("q")
+        self._data = data_view("ring_data", ring.buffer, r.offset, ring.capacity)
         self._mask = ring.capacity - 1
         self.capacity = ring.capacity
         self.cas_retries = 0
@@ -91,11 +93,13 @@ class RingPort:
         ``pos + lag`` (0: free for a producer, 1: full for a consumer); None when the ring
         is full (producers) or empty (consumers). The two sides are Vyukov's mirror image."""
         ctl, seqs, mask = self._ctl, self._seq, self._mask
-        pos = ctl.load(cursor)
+        # The cursor's loads and CAS need only atomicity (RELAXED, as in Vyukov's
+        # original): the slot's sequence word carries every ordering.
+        pos = ctl.load(cursor, RELAXED)
         while True:
             dif = seqs.load(pos & mask) - (pos + lag)  # acquire: pairs with the slot's store
             if dif == 0:
-                observed = ctl.compare_exchange(cursor, pos, pos + 1)
+                observed = ctl.compare_exchange(cursor, pos, pos + 1, RELAXED, RELAXED)
                 if observed == pos:
                     return pos
                 pos = observed
@@ -103,7 +107,7 @@ class RingPort:
             elif dif < 0:
                 return None
             else:  # another thread claimed this position: catch up
-                pos = ctl.load(cursor)
+                pos = ctl.load(cursor, RELAXED)
 
     def try_push(self, value: int) -> bool:
         pos = self._claim(MpmcRing.ENQ, 0)

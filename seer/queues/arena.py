@@ -28,11 +28,11 @@ was needed: size ``capacity`` as the peak of events in flight plus
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from seer.errors import SeerError
 from seer.events import Event, make_event
+from seer.queues.atomic import data_slots, data_view, shared_lock
 from seer.queues.layout import BufferLayout, Region
 
 __all__ = ["NIL", "ArenaFullError", "ArenaSlab", "EventArena", "HandleError"]
@@ -75,7 +75,7 @@ class EventArena:
                              f"range({capacity})")
         self.handles = handles
         self._pool: list[int] = list(reversed(handles))  # pop() hands out low handles first
-        self._pool_lock = threading.Lock()
+        self._pool_lock = shared_lock()
         self._side: list[list[Any]] = [[None] * _SIDE_CHUNK
                                        for _ in range(-(-capacity // _SIDE_CHUNK))]
         self.n_slabs = n_slabs
@@ -137,10 +137,11 @@ class ArenaSlab:
         self.capacity = arena.capacity
         self._free: list[int] = []  # one list for the slab's life (see free_list)
         self._high = 2 * arena.batch
-        self._side = arena._side
+        # Plain shared data: published by the LEQ push's release, read after the take's
+        # acquire (module docstring); views that a model session can watch.
+        self._side = data_slots("ev_side", arena._side)
         r = arena.regions["ev_next"]
-        self._next = memoryview(arena.buffer).cast("B")[r.offset: r.offset + 8 * arena.capacity] \
-            .cast("q")
+        self._next = data_view("ev_next", arena.buffer, r.offset, arena.capacity)
 
     @property
     def next(self) -> memoryview:

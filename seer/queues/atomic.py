@@ -9,7 +9,12 @@ change concurrently except through an *accessor*:
   ``compare_exchange(i, expected, desired) -> observed`` (success iff
   ``observed == expected``), ``fetch_add(i, delta) -> old``.
 
-Two accessor paths give the same results (tested against each other):
+Every operation takes a memory order (``order=``, and ``failure=`` for compare-exchange):
+:data:`RELAXED`, :data:`ACQUIRE`, :data:`RELEASE`, :data:`ACQ_REL` or :data:`SEQ_CST`,
+C11's orders. The defaults are what the runtime's structures need (below); a call site that
+needs another order names it.
+
+Three accessor paths give the same results (tested against each other):
 
 * **public**: ``atomics.atomicview`` views, one cached per word per accessor. About 4-8 µs
   per operation: the library re-validates and dispatches on every call.
@@ -19,13 +24,33 @@ Two accessor paths give the same results (tested against each other):
   ``atomics==1.0.3`` internals, which is why that version is pinned; it is self-tested once
   at import and abandoned (with a :class:`RuntimeWarning`) if anything disagrees.
   ``SEER_ATOMICS=public`` forces the public path.
+* **model**: :mod:`seer.check`'s accessor, in which every operation is a scheduling point of
+  a deterministic explorer and the orders are simulated (``SEER_ATOMICS=model``, or
+  :func:`seer.check.model_atomics`).
 
-Memory orders (fast path): loads use *acquire*, stores *release*, read-modify-writes
-*acq_rel* (failure order *acquire* for compare-exchange). That is exactly what publication
-needs: a producer fills plain (non-atomic) record fields, then publishes the record's handle
-with a release RMW; a consumer that acquires the handle sees the fields. Nothing here needs
-sequential consistency (no algorithm reads two different words and relies on a single total
-order of their writes). The public path is always seq_cst, which is stronger.
+Default orders: loads *acquire*, stores *release*, read-modify-writes *acq_rel* (failure
+order *acquire* for compare-exchange). That is exactly what publication needs: a producer
+fills plain (non-atomic) record fields, then publishes the record's handle with a release
+RMW; a consumer that acquires the handle sees the fields. Nothing here needs sequential
+consistency (no algorithm reads two different words and relies on a single total order of
+their writes). The fast path passes the order to patomic; the public path ignores it and is
+always seq_cst, which is stronger.
+
+**Raw ops.** Each accessor also offers the calls its methods are made of, so that a hot loop
+can bind them once at construction and pay no method call per operation, on every path
+alike: ``fn_load(p, order, result)``, ``fn_store(p, arg, order)``,
+``fn_exchange(p, arg, order, result)``, ``fn_cas(p, arg, desired, order, failure) -> bool``
+(on failure the observed value is written into ``arg``), ``fn_fetch_add(p, arg, order,
+result)``. ``p`` is ``words + i`` (word ``i``); ``arg``, ``desired`` and ``result`` name the
+accessor's scratch values, which a caller reads and writes through ``scratch_view()``
+(an int64 memoryview: ``[0]`` arg, ``[1]`` desired, ``[2]`` result). On the fast path these
+are cffi function pointers and pointers; on the others, Python functions and indices.
+
+**Plain views.** Shared memory that atomics publish but that is read and written plainly
+(the arena's ``next`` links, ring slots) and plain reads of atomic words (an LEQ head as a
+first guess) go through :func:`data_view` and :meth:`AtomicWords.plain`, so that the model
+path can see them: a plain read of data whose publishing atomic was not acquired is a data
+race there.
 
 Accessors hold scratch values and cached views, so each thread must make its own
 (``words.accessor()``): no Python object is shared by threads on the hot path, which is what
@@ -48,28 +73,69 @@ import numpy as np
 from seer.platform import attach_shared_memory, create_shared_memory
 
 __all__ = [
+    "ACQUIRE",
+    "ACQ_REL",
+    "ORDER_NAMES",
+    "RELAXED",
+    "RELEASE",
+    "SEQ_CST",
     "AtomicWords",
     "FastAccessor",
     "PublicAccessor",
     "WordAccessor",
+    "check_order",
+    "data_slots",
+    "data_view",
     "fast_path_available",
     "selected_path",
+    "shared_lock",
 ]
 
 # patomic's memory-order enum (atomics._impl.enums.MemoryOrder); C11 values.
 RELAXED, ACQUIRE, RELEASE, ACQ_REL, SEQ_CST = 0, 2, 3, 4, 5
+#: order -> its C11 name.
+ORDER_NAMES = {RELAXED: "relaxed", ACQUIRE: "acquire", RELEASE: "release",
+               ACQ_REL: "acq_rel", SEQ_CST: "seq_cst"}
+_VALID = {
+    "load": (RELAXED, ACQUIRE, SEQ_CST),
+    "store": (RELAXED, RELEASE, SEQ_CST),
+    "rmw": (RELAXED, ACQUIRE, RELEASE, ACQ_REL, SEQ_CST),
+    "failure": (RELAXED, ACQUIRE, SEQ_CST),
+}
+
+
+def check_order(kind: str, order: int) -> int:
+    """``order`` if C11 allows it for ``kind`` ("load", "store", "rmw" or "failure", the
+    failure order of a compare-exchange); otherwise a ValueError that names both. The
+    fast path does not check (patomic's behaviour on an invalid order is undefined): the
+    model path does, so a check run catches a wrong order before it ships."""
+    if order not in _VALID[kind]:
+        allowed = ", ".join(ORDER_NAMES[o] for o in _VALID[kind])
+        raise ValueError(f"memory order {ORDER_NAMES.get(order, order)!r} is not valid for "
+                         f"an atomic {kind} (allowed: {allowed})")
+    return order
 
 
 class WordAccessor(Protocol):
-    """Per-thread access to the words of one :class:`AtomicWords`."""
+    """Per-thread access to the words of one :class:`AtomicWords` (module docstring: the
+    orders, and the raw ops each accessor also has)."""
 
     path: str
 
-    def load(self, i: int) -> int: ...
-    def store(self, i: int, value: int) -> None: ...
-    def exchange(self, i: int, value: int) -> int: ...
-    def compare_exchange(self, i: int, expected: int, desired: int) -> int: ...
-    def fetch_add(self, i: int, delta: int) -> int: ...
+    def load(self, i: int, order: int = ACQUIRE) -> int: ...
+    def store(self, i: int, value: int, order: int = RELEASE) -> None: ...
+    def exchange(self, i: int, value: int, order: int = ACQ_REL) -> int: ...
+    def compare_exchange(self, i: int, expected: int, desired: int, order: int = ACQ_REL,
+                         failure: int = ACQUIRE) -> int: ...
+    def fetch_add(self, i: int, delta: int, order: int = ACQ_REL) -> int: ...
+    def scratch_view(self) -> memoryview: ...
+
+
+#: The model path's hooks, installed by :mod:`seer.check` while a model session is active
+#: (``[]`` otherwise): ``accessor(words)``, ``plain(words)``, ``data_view(name, view)``,
+#: ``data_slots(name, table)``, ``lock()``.
+#: A hook, not an import: the queues do not depend on the checker.
+model_hooks: list = []
 
 
 class AtomicWords:
@@ -81,9 +147,11 @@ class AtomicWords:
     inspection after they stop; concurrent code must use an accessor.
     """
 
-    def __init__(self, n: int, *, buffer: object | None = None, offset: int = 0) -> None:
+    def __init__(self, n: int, *, buffer: object | None = None, offset: int = 0,
+                 name: str = "words") -> None:
         if n < 1:
             raise ValueError(f"AtomicWords needs at least one word, got n={n}")
+        self.name = name  # how the model path's reports name word i: f"{name}[{i}]"
         if buffer is None:
             self.array = np.zeros(n, np.int64)
         else:
@@ -107,9 +175,11 @@ class AtomicWords:
         return cls(n, buffer=shm.buf), shm
 
     def accessor(self, path: str | None = None) -> WordAccessor:
-        """A new accessor for the calling thread; ``path`` is "fast" or "public", default
-        :func:`selected_path`."""
+        """A new accessor for the calling thread; ``path`` is "fast", "public" or "model",
+        default :func:`selected_path`."""
         path = path or selected_path()
+        if path == "model":
+            return _model_hook().accessor(self)
         if path == "fast":
             if not fast_path_available():
                 raise RuntimeError("the atomics fast path is not available here: "
@@ -117,11 +187,55 @@ class AtomicWords:
             return FastAccessor(self)
         if path == "public":
             return PublicAccessor(self)
-        raise ValueError(f"unknown atomics path {path!r}; use 'fast' or 'public'")
+        raise ValueError(f"unknown atomics path {path!r}; use 'fast', 'public' or 'model'")
+
+    def plain(self) -> memoryview:
+        """A plain int64 view of the words, for reads whose staleness the caller's
+        algorithm tolerates (a first guess that a CAS then checks) or that a barrier makes
+        exact. Under a model session, a view whose reads and writes are relaxed atomic
+        operations the explorer schedules."""
+        if model_hooks:
+            return model_hooks[0].plain(self)
+        return memoryview(self.array).cast("B").cast("q")
 
     def release(self) -> None:
         """Drop this object's views of the buffer (needed before ``SharedMemory.close``)."""
         self.array = None  # type: ignore[assignment]
+
+
+def data_view(name: str, buffer: object, offset: int, n: int) -> memoryview:
+    """``n`` int64 words of plain (non-atomic) shared data at byte ``offset`` of
+    ``buffer``, as a memoryview. Under a model session, a view that records every access
+    for the explorer's data-race check instead (named ``name`` in its reports)."""
+    view = memoryview(buffer).cast("B")[offset: offset + 8 * n].cast("q")
+    if model_hooks:
+        return model_hooks[0].data_view(name, view)
+    return view
+
+
+def data_slots(name: str, table: list[list]) -> list[list]:
+    """A two-level table of Python object slots (``table[chunk][slot]``: the arena's side
+    table) as a plain-data view, the same way as :func:`data_view`: ``table`` itself, or
+    under a model session a view whose slot accesses the explorer records."""
+    if model_hooks:
+        return model_hooks[0].data_slots(name, table)
+    return table
+
+
+def shared_lock() -> threading.Lock:
+    """A ``threading.Lock`` for state the structures guard by a lock (the arena's pool);
+    under a model session, a lock the explorer schedules and whose hand-off it counts as
+    synchronisation (so that records passed through the pool are not reported as races)."""
+    if model_hooks:
+        return model_hooks[0].lock()
+    return threading.Lock()
+
+
+def _model_hook():
+    if not model_hooks:
+        raise RuntimeError("the 'model' atomics path needs a model session: run the code "
+                           "under seer.check.explore() or seer.check.model_atomics()")
+    return model_hooks[0]
 
 
 class FastAccessor:
@@ -158,33 +272,39 @@ class FastAccessor:
             self.scratch + 2
         self.scratch_buffer = ffi.buffer(self.scratch)  # the same 32 bytes, as a buffer
 
-    def load(self, i: int) -> int:
-        self.fn_load(self.words + i, ACQUIRE, self.result)
+    def load(self, i: int, order: int = ACQUIRE) -> int:
+        self.fn_load(self.words + i, order, self.result)
         return self.scratch[2]
 
-    def store(self, i: int, value: int) -> None:
+    def store(self, i: int, value: int, order: int = RELEASE) -> None:
         self.scratch[0] = value
-        self.fn_store(self.words + i, self.arg, RELEASE)
+        self.fn_store(self.words + i, self.arg, order)
 
-    def exchange(self, i: int, value: int) -> int:
+    def exchange(self, i: int, value: int, order: int = ACQ_REL) -> int:
         s = self.scratch
         s[0] = value
-        self.fn_exchange(self.words + i, self.arg, ACQ_REL, self.result)
+        self.fn_exchange(self.words + i, self.arg, order, self.result)
         return s[2]
 
-    def compare_exchange(self, i: int, expected: int, desired: int) -> int:
+    def compare_exchange(self, i: int, expected: int, desired: int, order: int = ACQ_REL,
+                         failure: int = ACQUIRE) -> int:
         s = self.scratch
         s[0] = expected
         s[1] = desired
-        if self.fn_cas(self.words + i, self.arg, self.desired, ACQ_REL, ACQUIRE):
+        if self.fn_cas(self.words + i, self.arg, self.desired, order, failure):
             return expected
         return s[0]  # patomic wrote the observed value into `expected`
 
-    def fetch_add(self, i: int, delta: int) -> int:
+    def fetch_add(self, i: int, delta: int, order: int = ACQ_REL) -> int:
         s = self.scratch
         s[0] = delta
-        self.fn_fetch_add(self.words + i, self.arg, ACQ_REL, self.result)
+        self.fn_fetch_add(self.words + i, self.arg, order, self.result)
         return s[2]
+
+    def scratch_view(self) -> memoryview:
+        """The scratch values as an int64 memoryview (cheaper to store through than
+        cffi's indexing)."""
+        return memoryview(self.scratch_buffer).cast("B").cast("q")
 
 
 _table_lock = threading.Lock()
@@ -221,14 +341,56 @@ def _fast_table() -> tuple:
         return _table[0]
 
 
-class PublicAccessor:
-    """The documented ``atomics.atomicview`` API, one view per word (cached)."""
+class PythonRawOps:
+    """The raw ops (module docstring) of an accessor whose operations are Python methods
+    (the public and model paths): ``p`` is the word index (``words`` is 0) and ``arg``,
+    ``desired`` and ``result`` index the scratch view. A subclass provides the five
+    methods and calls :meth:`_init_scratch`."""
 
-    __slots__ = ("__weakref__", "_close", "_contexts", "_mv", "_views", "_words", "path")
+    __slots__ = ()
+    words, arg, desired, result = 0, 0, 1, 2
+
+    def _init_scratch(self) -> None:
+        self._scratch = memoryview(bytearray(32)).cast("q")
+
+    def scratch_view(self) -> memoryview:
+        return self._scratch
+
+    def fn_load(self, i: int, order: int, result: int) -> None:
+        self._scratch[result] = self.load(i, order)
+
+    def fn_store(self, i: int, arg: int, order: int) -> None:
+        self.store(i, self._scratch[arg], order)
+
+    def fn_exchange(self, i: int, arg: int, order: int, result: int) -> None:
+        s = self._scratch
+        s[result] = self.exchange(i, s[arg], order)
+
+    def fn_cas(self, i: int, arg: int, desired: int, order: int, failure: int) -> bool:
+        s = self._scratch
+        expected = s[arg]
+        observed = self.compare_exchange(i, expected, s[desired], order, failure)
+        if observed == expected:
+            return True
+        s[arg] = observed
+        return False
+
+    def fn_fetch_add(self, i: int, arg: int, order: int, result: int) -> None:
+        s = self._scratch
+        s[result] = self.fetch_add(i, s[arg], order)
+
+
+class PublicAccessor(PythonRawOps):
+    """The documented ``atomics.atomicview`` API, one view per word (cached). Every
+    operation is seq_cst, whatever order it is given."""
+
+    __slots__ = ("__weakref__", "_close", "_contexts", "_mv", "_scratch", "_views", "_words",
+                 "path")
 
     def __init__(self, words: AtomicWords) -> None:
         self.path = "public"
         self._words = words
+        self._init_scratch()
         self._mv = memoryview(words.array).cast("B")
         self._views: dict[int, object] = {}
         self._contexts: list[object] = []
@@ -251,20 +413,21 @@ class PublicAccessor:
             self._views[i] = view
         return view
 
-    def load(self, i: int) -> int:
+    def load(self, i: int, order: int = ACQUIRE) -> int:
         return self._view(i).load()
 
-    def store(self, i: int, value: int) -> None:
+    def store(self, i: int, value: int, order: int = RELEASE) -> None:
         self._view(i).store(value)
 
-    def exchange(self, i: int, value: int) -> int:
+    def exchange(self, i: int, value: int, order: int = ACQ_REL) -> int:
         return self._view(i).exchange(value)
 
-    def compare_exchange(self, i: int, expected: int, desired: int) -> int:
+    def compare_exchange(self, i: int, expected: int, desired: int, order: int = ACQ_REL,
+                         failure: int = ACQUIRE) -> int:
         result = self._view(i).cmpxchg_strong(expected, desired)
         return expected if result.success else result.expected
 
-    def fetch_add(self, i: int, delta: int) -> int:
+    def fetch_add(self, i: int, delta: int, order: int = ACQ_REL) -> int:
         return self._view(i).fetch_add(delta)
 
     def close(self) -> None:
@@ -326,13 +489,15 @@ def fast_path_available() -> bool:
 
 
 def selected_path() -> str:
-    """The default path: ``SEER_ATOMICS`` ("fast" or "public") if set, else "fast" when
-    available, else "public"."""
+    """The default path: "model" while a model session is active; else ``SEER_ATOMICS``
+    ("fast", "public" or "model") if set, else "fast" when available, else "public"."""
+    if model_hooks:
+        return "model"
     forced = os.environ.get("SEER_ATOMICS", "").strip().lower()
-    if forced == "public":
-        return "public"
+    if forced in ("public", "model"):
+        return forced
     if forced not in ("", "fast"):
-        raise ValueError(f"SEER_ATOMICS={forced!r}: use 'fast' or 'public'")
+        raise ValueError(f"SEER_ATOMICS={forced!r}: use 'fast', 'public' or 'model'")
     return "fast" if fast_path_available() else "public"
 
 

@@ -65,7 +65,7 @@ from seer.queues.arena import (
     ArenaSlab,
     EventArena,
 )
-from seer.queues.atomic import ACQ_REL, ACQUIRE, AtomicWords, FastAccessor
+from seer.queues.atomic import ACQ_REL, ACQUIRE, AtomicWords, WordAccessor
 from seer.queues.layout import BufferLayout, Region
 
 __all__ = ["EmptyQueueError", "LeqWorker", "LocalEventQueues"]
@@ -100,7 +100,8 @@ class LocalEventQueues:
         self.n_entities = n_entities
         self.epochs = epochs
         self.arena = arena
-        self.words = AtomicWords(epochs * n_entities, buffer=buffer, offset=heads.offset)
+        self.words = AtomicWords(epochs * n_entities, buffer=buffer, offset=heads.offset,
+                                 name="leq_heads")
         if initialise:
             self.words.array[:] = NIL
         self.heaps: list[list[Event]] = heaps if heaps is not None else \
@@ -161,12 +162,12 @@ class LeqWorker:
     A plain read may be stale; the scheduler uses it only where a barrier makes it exact
     enough (see ``docs/design.md``, "The window barrier")."""
 
-    __slots__ = ("_acc", "_cas", "_desired", "_epochs", "_expected", "_fast", "_free",
-                 "_heaps", "_high", "_merged_in", "_n", "_next", "_push_words", "_result",
-                 "_s", "_side", "_words", "_xchg", "cas_retries", "epoch", "heads", "leqs",
-                 "offset", "previous_offset", "slab")
+    __slots__ = ("_acc", "_cas", "_desired", "_epochs", "_expected", "_free", "_heaps",
+                 "_high", "_merged_in", "_n", "_next", "_push_words", "_result", "_s", "_side",
+                 "_words", "_xchg", "cas_retries", "epoch", "heads", "leqs", "offset",
+                 "previous_offset", "slab")
 
-    def __init__(self, leqs: LocalEventQueues, slab: ArenaSlab, acc: Any) -> None:
+    def __init__(self, leqs: LocalEventQueues, slab: ArenaSlab, acc: WordAccessor) -> None:
         self.leqs = leqs
         self.slab = slab
         self._acc = acc
@@ -177,17 +178,15 @@ class LeqWorker:
         # The slab's own free list, side table and limit, for the inlined store and
         # consume of send_all() and _drain() (this worker's thread is the slab's only user).
         self._free, self._side, self._high = slab.free_list, slab.side, slab.high
-        self.heads = memoryview(leqs.words.array).cast("B").cast("q")
+        self.heads = leqs.words.plain()
         self._merged_in = memoryview(leqs.merged_in).cast("B").cast("q")
         self.cas_retries = 0
-        self._fast = isinstance(acc, FastAccessor)
-        if self._fast:
-            # Inline the patomic calls on the hot path (same conventions as FastAccessor).
-            self._cas, self._xchg = acc.fn_cas, acc.fn_exchange
-            # The scratch values through a memoryview: a store costs less than through cffi.
-            self._s = memoryview(acc.scratch_buffer).cast("B").cast("q")
-            self._words = self._push_words = acc.words
-            self._expected, self._desired, self._result = acc.arg, acc.desired, acc.result
+        # The accessor's raw ops, bound once: the hot loops call them with no method call
+        # in between, whichever path the accessor is (atomic.py, "Raw ops").
+        self._cas, self._xchg = acc.fn_cas, acc.fn_exchange
+        self._s = acc.scratch_view()
+        self._words = self._push_words = acc.words
+        self._expected, self._desired, self._result = acc.arg, acc.desired, acc.result
         self.offset = self.previous_offset = self.epoch = 0
         self.set_epoch(0)
 
@@ -201,8 +200,7 @@ class LeqWorker:
         self.epoch = epoch
         self.offset = (epoch % self._epochs) * n
         self.previous_offset = ((epoch - 1) % self._epochs) * n
-        if self._fast:
-            self._push_words = self._words + self.offset  # entity e's word: + e
+        self._push_words = self._words + self.offset  # entity e's word: + e
 
     def _check(self, entity: int) -> None:
         if not 0 <= entity < self._n:
@@ -222,29 +220,19 @@ class LeqWorker:
         # blind guess of "empty" missed for about a quarter of the pushes on random
         # targets, each miss a second foreign call.)
         expected = self.heads[self.offset + entity]
-        if self._fast:
-            s, cas, word = self._s, self._cas, self._push_words + entity
-            expected_p, desired_p = self._expected, self._desired
-            while True:
-                # Plain store of the link: the CAS below (release) publishes it.
-                nxt[last] = expected
-                s[0] = expected
-                s[1] = first
-                # CAS heads[entity]: expected -> first. Success: release (publishes the
-                # records and the link; pairs with the consumer's acquiring exchange).
-                # Failure: acquire, and patomic writes the observed top into s[0].
-                if cas(word, expected_p, desired_p, ACQ_REL, ACQUIRE):
-                    return
-                expected = s[0]
-                self.cas_retries += 1
-        acc = self._acc
-        word = self.offset + entity
+        s, cas, word = self._s, self._cas, self._push_words + entity
+        expected_p, desired_p = self._expected, self._desired
         while True:
+            # Plain store of the link: the CAS below (release) publishes it.
             nxt[last] = expected
-            observed = acc.compare_exchange(word, expected, first)  # seq_cst (public API)
-            if observed == expected:
+            s[0] = expected
+            s[1] = first
+            # CAS heads[entity]: expected -> first. Success: release (publishes the
+            # records and the link; pairs with the consumer's acquiring exchange).
+            # Failure: acquire, and the observed top is written into s[0].
+            if cas(word, expected_p, desired_p, ACQ_REL, ACQUIRE):
                 return
-            expected = observed
+            expected = s[0]
             self.cas_retries += 1
 
     #: ``push(entity, h)``: publish record ``h`` (already written) to ``entity``'s intake,
@@ -266,13 +254,6 @@ class LeqWorker:
         out of records (the rest are not pushed). The windowed runtime's publish: one
         frame for the whole batch, and everything the loop touches in locals."""
         n = self._n
-        if not self._fast:
-            for i, ev in enumerate(events):
-                try:
-                    self.send(ev[2], ev)
-                except ArenaFullError:
-                    return i
-            return len(events)
         free, side, nxt, heads, s = self._free, self._side, self._next, self.heads, self._s
         words, offset, cas = self._push_words, self.offset, self._cas
         expected_p, desired_p = self._expected, self._desired
@@ -309,14 +290,12 @@ class LeqWorker:
         first handle or NIL."""
         if not 0 <= entity < self._n:
             self._check(entity)
-        if self._fast:
-            s = self._s
-            s[0] = NIL
-            # exchange heads[entity] -> NIL, acq_rel: the acquire pairs with the release of
-            # every push in the taken chain, so their records and links are visible here.
-            self._xchg(self._push_words + entity, self._expected, ACQ_REL, self._result)
-            return s[2]
-        return self._acc.exchange(self.offset + entity, NIL)  # seq_cst (public API)
+        s = self._s
+        s[0] = NIL
+        # exchange heads[entity] -> NIL, acq_rel: the acquire pairs with the release of
+        # every push in the taken chain, so their records and links are visible here.
+        self._xchg(self._push_words + entity, self._expected, ACQ_REL, self._result)
+        return s[2]
 
     def merge(self, entity: int) -> list[Event]:
         """Move ``entity``'s intake into its private heap (consuming the records into this

@@ -10,7 +10,7 @@ threads run:
   64-byte line so that two threads claiming from their own segments do not share one.
   Written by ``fetch_add`` (the segment's owner, and thieves) and by ``publish_homed``.
 
-``fetch_add`` is ``acq_rel``, but claims need only its *atomicity*: every index in
+``fetch_add`` is *relaxed*: claims need only its *atomicity*: every index in
 ``[start, end)`` of a segment is handed to exactly one claimer because the read-modify-write
 of one word is indivisible. What orders the coordinator's plain writes (``items``, the
 cursors, ``seg_start``/``seg_end``) before the claims is the pool's hand-off, not these
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from seer.errors import SeerError
-from seer.queues.atomic import AtomicWords
+from seer.queues.atomic import RELAXED, AtomicWords
 from seer.queues.layout import BufferLayout, Region
 
 __all__ = ["CapacityError", "HomeClaimer", "OwnSegmentClaimer", "ParallelExecutiveList",
@@ -70,7 +70,8 @@ class ParallelExecutiveList:
         self.capacity = capacity
         words = regions["pel_ctl"].words
         self.max_segments = words // WORDS_PER_LINE - 1
-        self.ctl = AtomicWords(words, buffer=buffer, offset=regions["pel_ctl"].offset)
+        self.ctl = AtomicWords(words, buffer=buffer, offset=regions["pel_ctl"].offset,
+                               name="pel_ctl")
         self.items = np.ndarray((capacity,), np.int64, buffer=buffer,
                                 offset=regions["pel_items"].offset)
         self.count = 0
@@ -195,8 +196,8 @@ class PelClaimer:
         # The chunk size uses this thread's last view of the cursor: stale views only make
         # a chunk larger than ideal, never overlapping (fetch_add decides the range).
         chunk = max(self._min, (count - self._seen) // self._div)
-        # fetch_add (acq_rel): atomicity alone makes the claimed ranges disjoint.
-        start = self._acc.fetch_add(CURSOR, chunk)
+        # fetch_add, relaxed: atomicity alone makes the claimed ranges disjoint.
+        start = self._acc.fetch_add(CURSOR, chunk, RELAXED)
         if start >= count:
             self._seen = count
             return None
@@ -245,13 +246,13 @@ class HomeClaimer:
             word = segment_word(k)
             own = k == self._home
             if not own and self._seen < 0:  # first look at a thief's target
-                # Acquire load, but only an estimate for the chunk size: a stale value
+                # Relaxed load: only an estimate for the chunk size; a stale value
                 # makes the chunk larger than ideal, never overlapping another claim.
-                self._seen = self._acc.load(word)
+                self._seen = self._acc.load(word, RELAXED)
             chunk = max(self._min, (end - self._seen) // (self._own_div if own else self._div))
-            # fetch_add (acq_rel): its atomicity alone hands [start, start + chunk) to
+            # fetch_add, relaxed: its atomicity alone hands [start, start + chunk) to
             # this thread only; the items were ordered before us by the pool hand-off.
-            start = self._acc.fetch_add(word, chunk) if self._seen < end else end
+            start = self._acc.fetch_add(word, chunk, RELAXED) if self._seen < end else end
             if start < end:
                 stop = min(start + chunk, end)
                 self._seen = stop

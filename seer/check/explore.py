@@ -1,0 +1,487 @@
+"""Exploring schedules: which executions to run, and what a failure looks like.
+
+:func:`explore` runs a check's executions (:mod:`seer.check.scheduler`) one after another,
+each with a fresh set-up, until one fails or the strategy has nothing left:
+
+* ``"dfs"`` (the default): exhaustive depth-first search with *iterative preemption
+  bounding* (Musuvathi and Qadeer, "Iterative context bounding for systematic testing of
+  multithreaded programs", PLDI 2007, as in CHESS): every schedule with 0 preemptions,
+  then every one with at most 1, and so on up to ``preemptions``. Most concurrency bugs
+  need one or two preemptions, and the first failure found has the fewest.
+* ``"dpor"``: exhaustive search with dynamic partial-order reduction (Flanagan and
+  Godefroid, "Dynamic partial-order reduction for model checking software", POPL 2005):
+  two operations are dependent when they touch the same word and one of them writes;
+  only orders of dependent operations are explored, each once. No preemption bound, so
+  it proves a small scope correct with far fewer executions than plain DFS; a failure it
+  finds may have more preemptions than needed.
+* ``"random"``: ``schedules`` executions, each decision uniformly at random (seeded).
+* ``"pct"``: probabilistic concurrency testing (Burckhardt et al., "A randomized
+  scheduler with probabilistic guarantees of finding bugs", ASPLOS 2010): random thread
+  priorities and ``depth - 1`` random priority change points per execution, for larger
+  scopes where a bug of depth ``depth`` is found with probability at least
+  ``1 / (n * k ** (depth - 1))`` per execution (``n`` threads, ``k`` steps).
+
+In weak-memory mode (``weak=True``) every strategy also decides which store each relaxed
+or acquire load reads (:mod:`seer.check.memory`); DFS and DPOR explore all of them.
+
+A failure is a worker's exception, the invariant failing (an exception, or returning
+False), a data race on plain shared data, a deadlock (every live thread blocked), or an
+execution longer than ``max_steps``. It comes with its *schedule*, a string that
+:func:`replay` reruns exactly, and the interleaving step by step.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from seer.check.scheduler import Execution, Session, Step
+from seer.queues import atomic
+
+__all__ = [
+    "STRATEGIES",
+    "CheckFailure",
+    "Failure",
+    "Report",
+    "explore",
+    "model_atomics",
+    "replay",
+]
+
+STRATEGIES = ("dfs", "dpor", "random", "pct")
+#: Environment variable that makes every :func:`explore` replay this schedule instead
+#: (what ``pytest --seer-replay=SCHEDULE`` sets).
+REPLAY_ENV = "SEER_CHECK_REPLAY"
+
+
+# -- schedules -------------------------------------------------------------------------------
+def format_schedule(decisions: list[tuple], weak: bool) -> str:
+    """``"sc:0*3,1,0"`` / ``"weak:0,r1,1"``: thread ids (``t*k``: k times in a row) and,
+    in weak mode, ``rK``: a load read the store K places before the latest."""
+    tokens: list[str] = []
+    for kind, alternatives, index, _costs, _pre in decisions:
+        tokens.append(str(alternatives[index]) if kind == "thread" else f"r{index}")
+    packed: list[str] = []
+    for tok in tokens:
+        if packed and packed[-1].split("*")[0] == tok:
+            head, _, count = packed[-1].partition("*")
+            packed[-1] = f"{head}*{int(count or 1) + 1}"
+        else:
+            packed.append(tok)
+    return ("weak:" if weak else "sc:") + ",".join(packed)
+
+
+_TOKEN = re.compile(r"^(r?)(\d+)(?:\*(\d+))?$")
+
+
+def parse_schedule(schedule: str) -> tuple[bool, list[tuple[str, int]]]:
+    """``(weak, [("thread", id) | ("read", k), ...])`` of a schedule string."""
+    mode, sep, body = schedule.strip().partition(":")
+    if not sep or mode not in ("sc", "weak"):
+        raise ValueError(f"schedule {schedule!r} must start with 'sc:' or 'weak:'")
+    out: list[tuple[str, int]] = []
+    for tok in filter(None, body.split(",")):
+        m = _TOKEN.match(tok.strip())
+        if m is None:
+            raise ValueError(f"schedule {schedule!r}: bad token {tok!r} (a thread id, 'rK' "
+                             "or either followed by '*count')")
+        kind = "read" if m.group(1) else "thread"
+        out.extend([(kind, int(m.group(2)))] * int(m.group(3) or 1))
+    return mode == "weak", out
+
+
+# -- results ---------------------------------------------------------------------------------
+@dataclass
+class Failure:
+    """A failing execution: what failed, its schedule, its interleaving."""
+
+    kind: str
+    error: BaseException | str
+    thread: int
+    schedule: str
+    preemptions: int
+    steps: list[Step]
+    state: Any = None
+
+    @property
+    def message(self) -> str:
+        e = self.error
+        text = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+        where = f" in T{self.thread}" if self.thread >= 0 else ""
+        return f"{self.kind}{where}: {text}"
+
+    def interleaving(self, *, main: bool = False) -> str:
+        """The steps, one line each (``main=True``: the set-up's and the invariant's
+        operations too)."""
+        head = "step  thr   operation             word/location     value"
+        lines = [str(s) for s in self.steps
+                 if (main or s.thread >= 0) and (s.kind != "start" or s.detail)]
+        return "\n".join([head, *lines])
+
+    def to_trace(self) -> Any:
+        """The interleaving as a :class:`seer.trace.Trace`: one track per thread, one
+        slice per operation (1 µs per step), a flow arrow from each store to the loads and
+        read-modify-writes that read it. Save it with ``.save(path)``; open in Perfetto."""
+        from seer.check.explain import failure_trace
+
+        return failure_trace(self)
+
+    def to_dot(self) -> str:
+        """The happens-before graph of the interleaving in Graphviz dot (program order,
+        reads-from)."""
+        from seer.check.explain import failure_dot
+
+        return failure_dot(self)
+
+    def __str__(self) -> str:
+        return (f"{self.message}\nschedule ({self.preemptions} preemption"
+                f"{'' if self.preemptions == 1 else 's'}): {self.schedule!r}\n"
+                f"replay: seer.check.replay({self.schedule!r}, setup, *workers, ...) or "
+                f"pytest --seer-replay={self.schedule!r}\n{self.interleaving()}")
+
+
+@dataclass
+class Report:
+    """What :func:`explore` did: ``schedules`` executions in ``seconds``; ``failure``
+    (None: none failed); ``exhaustive``: every schedule within the bound was run."""
+
+    strategy: str
+    schedules: int
+    seconds: float
+    failure: Failure | None
+    exhaustive: bool
+    bound: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        scope = (f"all schedules with at most {self.bound} preemptions"
+                 if self.bound is not None and self.exhaustive else
+                 "all schedules up to reordering of independent operations"
+                 if self.exhaustive else "a sample of schedules")
+        runs = (f"{self.schedules} schedule{'' if self.schedules == 1 else 's'} in "
+                f"{self.seconds:.2f} s")
+        if self.failure is None:
+            return f"seer.check ({self.strategy}): {runs}, {scope}: no failure"
+        return f"seer.check ({self.strategy}): FAILED after {runs}\n{self.failure}"
+
+
+class CheckFailure(AssertionError):
+    """Raised by :func:`explore` (``raises=True``) and :func:`replay`; ``.report``."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        super().__init__(str(report))
+
+
+# -- strategies --------------------------------------------------------------------------------
+class _Prefix:
+    """Follows ``prefix`` (alternative indices), then the first alternative within
+    ``bound`` preemptions (the running thread first, or the latest store)."""
+
+    def __init__(self, prefix: list[int], bound: float) -> None:
+        self.prefix, self.bound = prefix, bound
+
+    def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
+        k = len(ex.decisions)
+        if k < len(self.prefix):
+            index = self.prefix[k]
+            if index >= len(alternatives):
+                raise RuntimeError("the check is not deterministic: a replayed decision has "
+                                   "fewer alternatives than before (does it depend on "
+                                   "something outside the model: time, a random seed, "
+                                   "another thread?)")
+            return index
+        return next(i for i, c in enumerate(costs) if ex.preemptions + c <= self.bound)
+
+
+class _Replay:
+    def __init__(self, decisions: list[tuple[str, int]]) -> None:
+        self.decisions = decisions
+
+    def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
+        k = len(ex.decisions)
+        if k >= len(self.decisions):
+            raise ReplayError(f"the schedule ends after {len(self.decisions)} decisions but "
+                              "the execution goes on (another check, or the code changed?)")
+        want_kind, value = self.decisions[k]
+        if want_kind != kind:
+            raise ReplayError(f"decision {k + 1} of the schedule is a {want_kind} choice; "
+                              f"the execution asks for a {kind} choice here")
+        if kind == "thread":
+            if value not in alternatives:
+                raise ReplayError(f"decision {k + 1} runs thread {value}, which cannot run "
+                                  f"there (can: {sorted(alternatives)})")
+            return alternatives.index(value)
+        if value >= len(alternatives):
+            raise ReplayError(f"decision {k + 1} reads store r{value}; only "
+                              f"{len(alternatives)} are readable there")
+        return value
+
+
+class ReplayError(RuntimeError):
+    """A schedule that does not fit the check it is replayed on."""
+
+
+class _Random:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
+        return self.rng.randrange(len(alternatives))
+
+
+class _Pct:
+    """Thread priorities (higher runs first) and change points at which the running
+    thread drops below every other."""
+
+    def __init__(self, rng: random.Random, threads: int, depth: int, length: int) -> None:
+        self.rng = rng
+        self.priority = list(range(depth, depth + threads))
+        rng.shuffle(self.priority)
+        self.changes = {rng.randint(1, max(1, length)): depth - 1 - i for i in range(depth - 1)}
+
+    def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
+        if kind == "read":
+            return self.rng.randrange(len(alternatives))
+        step = len(ex.transitions) + 1
+        if step in self.changes and ex.transitions:
+            running = ex.transitions[-1][1]
+            self.priority[running] = self.changes.pop(step)
+        return max(range(len(alternatives)), key=lambda i: self.priority[alternatives[i]])
+
+
+# -- DPOR ----------------------------------------------------------------------------------------
+def _races(ex: Execution) -> list[tuple[int, int]]:
+    """``(decision index of j, thread of i)`` for each transition ``i`` and the latest
+    earlier transition ``j`` of another thread that is dependent with it (same word, one
+    writes) and not ordered before it by program order and earlier dependences."""
+    trans = ex.transitions
+    n = ex.n
+    clocks: list[list[int]] = []
+    last_of: dict[int, list[int]] = {}
+    count = [0] * n
+    out = []
+    for i, (_d, t, loc, write) in enumerate(trans):
+        count[t] += 1
+        acc = list(last_of.get(t, [0] * n))
+        raced = False
+        if loc is not None:
+            for j in range(i - 1, -1, -1):
+                dj, tj, locj, wj = trans[j]
+                if locj != loc or not (write or wj):
+                    continue
+                if tj != t and not raced and acc[tj] < clocks[j][tj]:
+                    out.append((dj, t))
+                    raced = True
+                for k, v in enumerate(clocks[j]):
+                    if v > acc[k]:
+                        acc[k] = v
+        acc[t] = count[t]
+        clocks.append(acc)
+        last_of[t] = acc
+    return out
+
+
+# -- explore ---------------------------------------------------------------------------------------
+_session_stack: list[Session] = []
+
+
+class model_atomics:
+    """Context manager: a model session, so that every ``AtomicWords`` accessor and view
+    made inside is the model path's (``seer.queues.atomic``). :func:`explore` opens one
+    itself; use this directly to build structures outside a check, or to run code on the
+    model path free-running (operations one at a time under a lock, no checks).
+    ``SEER_ATOMICS=model`` with ``import seer.check`` opens one for the whole process."""
+
+    def __enter__(self) -> Session:
+        hooks = atomic.model_hooks
+        session = hooks[0] if hooks else Session()
+        if not hooks:
+            hooks.append(session)
+        _session_stack.append(session)
+        return session
+
+    def __exit__(self, *exc: object) -> None:
+        _session_stack.pop()
+        if not _session_stack and atomic.model_hooks and not _process_wide:
+            atomic.model_hooks.clear()
+
+
+_process_wide: list[Session] = []
+
+
+def _install_process_wide() -> None:
+    """``SEER_ATOMICS=model``: a model session for the whole process."""
+    if os.environ.get("SEER_ATOMICS", "").strip().lower() == "model" and not _process_wide:
+        session = atomic.model_hooks[0] if atomic.model_hooks else Session()
+        if not atomic.model_hooks:
+            atomic.model_hooks.append(session)
+        _process_wide.append(session)
+
+
+def _run(session: Session, strategy: Any, setup: Callable, workers: tuple, invariant: Any,
+         weak: bool, max_steps: int) -> Execution:
+    return Execution(session, len(workers), strategy, weak=weak,
+                     max_steps=max_steps).run(setup, workers, invariant)
+
+
+def _failure(ex: Execution, weak: bool) -> Failure:
+    kind, error, thread = ex.failure
+    return Failure(kind, error, thread, format_schedule(ex.decisions, weak), ex.preemptions,
+                   ex.steps, ex.state_object)
+
+
+def explore(setup: Callable[[], Any], *workers: Callable[[Any], Any],
+            invariant: Callable[[Any], Any] | None = None, strategy: str = "dfs",
+            preemptions: int = 2, weak: bool = False, schedules: int = 1000,
+            seed: int = 0, depth: int = 3, max_steps: int = 10_000,
+            raises: bool = True) -> Report:
+    """Run ``workers`` (each called with what ``setup()`` returned, on a thread of its
+    own) under the schedules ``strategy`` picks (module docstring), then ``invariant``
+    (called with the same object after every worker ended; a failure is an exception or
+    False). Each execution calls ``setup()`` afresh: build the structures there.
+
+    ``preemptions``: the DFS bound; ``schedules``: the most executions to run (for every
+    strategy; DFS and DPOR say whether they finished); ``weak``: weak-memory mode;
+    ``seed``, ``depth``: random and PCT. Returns a :class:`Report`; with ``raises``
+    (default) a failure raises :class:`CheckFailure` carrying it. Under ``pytest
+    --seer-replay=SCHEDULE`` (or ``SEER_CHECK_REPLAY``) it replays that schedule instead.
+    """
+    if not workers:
+        raise ValueError("explore() needs at least one worker")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    forced = os.environ.get(REPLAY_ENV)
+    if forced:
+        return replay(forced, setup, *workers, invariant=invariant, max_steps=max_steps,
+                      raises=raises)
+    started = time.perf_counter()
+    with model_atomics() as session:
+        report = _EXPLORERS[strategy](session, setup, workers, invariant, weak, preemptions,
+                                      schedules, random.Random(seed), depth, max_steps)
+    report.seconds = time.perf_counter() - started
+    if raises and report.failure is not None:
+        raise CheckFailure(report)
+    return report
+
+
+def _dfs(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
+         max_steps) -> Report:
+    runs = 0
+    for bound in range(preemptions + 1):
+        prefix: list[int] = []
+        while True:
+            ex = _run(session, _Prefix(prefix, bound), setup, workers, invariant, weak,
+                      max_steps)
+            runs += 1
+            if ex.failure is not None:
+                return Report("dfs", runs, 0.0, _failure(ex, weak), False, bound)
+            d = ex.decisions
+            k = len(d) - 1
+            while k >= 0:
+                _kind, _alts, index, costs, before = d[k]
+                nxt = next((i for i in range(index + 1, len(costs))
+                            if before + costs[i] <= bound), None)
+                if nxt is not None:
+                    prefix = [x[2] for x in d[:k]] + [nxt]
+                    break
+                k -= 1
+            if k < 0:
+                break
+            if runs >= schedules:
+                return Report("dfs", runs, 0.0, None, False, bound,
+                              [f"stopped at {schedules} schedules (raise schedules=)"])
+    return Report("dfs", runs, 0.0, None, True, preemptions)
+
+
+def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
+          max_steps) -> Report:
+    runs = 0
+    prefix: list[int] = []
+    backtrack: list[set | None] = []  # per decision: threads still to try (thread kind)
+    done: list[set | None] = []
+    while True:
+        ex = _run(session, _Prefix(prefix, float("inf")), setup, workers, invariant, weak,
+                  max_steps)
+        runs += 1
+        if ex.failure is not None:
+            return Report("dpor", runs, 0.0, _failure(ex, weak), False)
+        d = ex.decisions
+        for k in range(len(backtrack), len(d)):
+            kind, alts, index, _c, _p = d[k]
+            chosen = {alts[index]} if kind == "thread" else None
+            backtrack.append(set(chosen) if chosen else None)
+            done.append(set(chosen) if chosen else None)
+        for dj, t in _races(ex):
+            kind, alts, _i, _c, _p = d[dj]
+            backtrack[dj] |= {t} if t in alts else set(alts)
+        k = len(d) - 1
+        while k >= 0:
+            kind, alts, index, _c, _p = d[k]
+            if kind == "thread":
+                todo = backtrack[k] - done[k]
+                if todo:
+                    t = min(todo, key=alts.index)
+                    done[k].add(t)
+                    prefix = [x[2] for x in d[:k]] + [alts.index(t)]
+                    break
+            elif index + 1 < len(alts):
+                prefix = [x[2] for x in d[:k]] + [index + 1]
+                break
+            k -= 1
+        if k < 0:
+            return Report("dpor", runs, 0.0, None, True)
+        del backtrack[k + 1:], done[k + 1:]
+        if runs >= schedules:
+            return Report("dpor", runs, 0.0, None, False, None,
+                          [f"stopped at {schedules} schedules (raise schedules=)"])
+
+
+def _random(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
+            max_steps) -> Report:
+    for runs in range(1, schedules + 1):
+        ex = _run(session, _Random(rng), setup, workers, invariant, weak, max_steps)
+        if ex.failure is not None:
+            return Report("random", runs, 0.0, _failure(ex, weak), False)
+    return Report("random", schedules, 0.0, None, False)
+
+
+def _pct(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
+         max_steps) -> Report:
+    length = 0
+    for runs in range(1, schedules + 1):
+        ex = _run(session, _Pct(rng, len(workers), max(1, depth), length or 50), setup,
+                  workers, invariant, weak, max_steps)
+        length = max(length, len(ex.transitions))
+        if ex.failure is not None:
+            return Report("pct", runs, 0.0, _failure(ex, weak), False)
+    return Report("pct", schedules, 0.0, None, False)
+
+
+_EXPLORERS = {"dfs": _dfs, "dpor": _dpor, "random": _random, "pct": _pct}
+
+
+def replay(schedule: str, setup: Callable[[], Any], *workers: Callable[[Any], Any],
+           invariant: Callable[[Any], Any] | None = None, max_steps: int = 10_000,
+           raises: bool = True) -> Report:
+    """Run the one execution ``schedule`` (a :class:`Failure`'s) describes. Returns a
+    :class:`Report` whose ``failure`` is what that execution met (None: it passed); with
+    ``raises`` a failure raises :class:`CheckFailure`. A schedule that does not fit the
+    check raises :class:`ReplayError`."""
+    weak, decisions = parse_schedule(schedule)
+    started = time.perf_counter()
+    with model_atomics() as session:
+        ex = _run(session, _Replay(decisions), setup, workers, invariant, weak, max_steps)
+    if len(ex.decisions) < len(decisions) and ex.failure is None:
+        raise ReplayError(f"the execution ended after {len(ex.decisions)} of the schedule's "
+                          f"{len(decisions)} decisions (another check, or the code changed?)")
+    report = Report("replay", 1, time.perf_counter() - started,
+                    _failure(ex, weak) if ex.failure is not None else None, True)
+    if raises and report.failure is not None:
+        raise CheckFailure(report)
+    return report

@@ -1,0 +1,751 @@
+"""Executions: real threads run one at a time, switching only at atomic operations.
+
+An :class:`Execution` runs a check once: the set-up on the calling (*main*) thread, then
+each worker on a thread of its own, then the invariant on the main thread. A worker runs
+only when the scheduler lets it: every operation of the model path (an atomic operation
+through a :class:`ModelAccessor`, a plain read or write of an atomic word through
+``AtomicWords.plain()``, a :class:`Barrier`) first *announces* itself and parks the thread;
+the strategy then says which parked thread goes next (asked on the thread that announced,
+so a thread that goes on pays no hand-off), and that thread performs its operation and
+runs on, plain Python and all, to its next announcement. So at
+most one worker runs at any moment, every interleaving of atomic operations is reachable,
+and the same decisions give the same execution: project code runs unchanged.
+
+A *decision* is either which thread runs (its alternatives: the enabled threads, the
+running one first; switching away from a thread that could go on is a *preemption*) or,
+in weak-memory mode, which store a load reads (:mod:`seer.check.memory`). The list of
+decisions is the execution's *schedule*; :mod:`seer.check.explore` turns it into a string
+that replays it.
+
+Plain shared data (``seer.queues.atomic.data_view`` / ``data_slots``) is not a scheduling
+point: its accesses are checked for races against the vector clocks of the memory model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seer.check.memory import DataRace, Memory
+from seer.queues.atomic import (
+    ACQ_REL,
+    ACQUIRE,
+    ORDER_NAMES,
+    RELAXED,
+    RELEASE,
+    PythonRawOps,
+    check_order,
+)
+
+__all__ = ["Barrier", "Execution", "ModelAccessor", "Session", "Step", "yield_now"]
+
+_MASK64 = (1 << 64) - 1
+
+
+def _wrap64(x: int) -> int:
+    """``x`` as an int64 (fetch_add wraps around, as the hardware does)."""
+    x &= _MASK64
+    return x - (1 << 64) if x >> 63 else x
+
+
+class _Abandon(BaseException):
+    """Unwinds a parked worker when its execution is given up (a failure elsewhere)."""
+
+
+@dataclass
+class Op:
+    """An announced operation: what DPOR and the report need to know of it."""
+
+    kind: str
+    location: Any = None  # None: depends on nothing (a thread's start)
+    name: str = ""
+    write: bool = False
+    ready: Callable[[], bool] | None = None  # None: always enabled
+
+
+@dataclass
+class Step:
+    """One line of an interleaving. ``step`` is the scheduling step it belongs to (plain
+    data accesses share the step of the operation they follow)."""
+
+    step: int
+    thread: int
+    kind: str
+    name: str = ""
+    order: str = ""
+    detail: str = ""
+    reads_from: tuple[int, int] | None = None  # (thread, step) of the store read
+    scheduled: bool = True
+
+    def __str__(self) -> str:
+        who = "main" if self.thread < 0 else f"T{self.thread}"
+        op = f"{self.kind} {self.order}".strip()
+        mark = f"{self.step:>4}" if self.scheduled else "    "
+        return f"{mark}  {who:<4}  {op:<20}  {self.name:<16}  {self.detail}"
+
+
+class Session:
+    """The model path's hooks (``seer.queues.atomic.model_hooks``): it makes model
+    accessors and views, and routes their operations to the execution of the calling
+    thread. Outside an execution (a free-running session, :func:`seer.check.model_atomics`),
+    operations run at once under one lock, sequentially consistent, with no checks."""
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self.free_lock = threading.Lock()
+
+    # hooks -------------------------------------------------------------------------------
+    def accessor(self, words: Any) -> ModelAccessor:
+        return ModelAccessor(self, words)
+
+    def plain(self, words: Any) -> PlainWords:
+        return PlainWords(ModelAccessor(self, words))
+
+    def data_view(self, name: str, view: memoryview) -> DataView:
+        return DataView(self, name, view)
+
+    def data_slots(self, name: str, table: list[list]) -> SlotTable:
+        return SlotTable(self, name, table)
+
+    def lock(self) -> ModelLock:
+        return ModelLock(self)
+
+    # routing -----------------------------------------------------------------------------
+    def bound(self) -> tuple[Execution | None, int]:
+        """The calling thread's execution and its index in it (``(None, -1)`` when the
+        thread is not in one)."""
+        local = self.local
+        return getattr(local, "execution", None), getattr(local, "thread", -1)
+
+    def bind(self, execution: Execution | None, thread: int) -> None:
+        self.local.execution, self.local.thread = execution, thread
+
+
+class Execution:
+    """One run of ``setup``, ``workers`` and ``invariant`` under ``strategy``'s
+    decisions (module docstring). Read :attr:`failure`, :attr:`steps` (the interleaving),
+    :attr:`decisions` and :attr:`transitions` after :meth:`run`."""
+
+    def __init__(self, session: Session, workers: int, strategy: Any, *, weak: bool,
+                 max_steps: int) -> None:
+        self.session = session
+        self.n = workers
+        self.strategy = strategy
+        self.memory = Memory(workers, weak)
+        self.max_steps = max_steps
+        self.pending: list[Op | None] = [None] * workers
+        self.state = ["new"] * workers
+        # Hand-offs through plain locks used as binary semaphores (a Lock may be released
+        # by a thread other than its holder): much cheaper than threading.Semaphore.
+        self._go = [_taken_lock() for _ in range(workers)]
+        self._parked = _taken_lock()  # a worker parked at its start
+        self._done = _taken_lock()  # the execution is over
+        self._started = False
+        self._error: BaseException | None = None
+        self._abandoned = False
+        #: ``(kind, alternatives, index, costs, preemptions_before)`` per decision; kind is
+        #: "thread" (alternatives: thread ids) or "read" (alternatives: stores, latest first)
+        self.decisions: list[tuple[str, list, int, list[int], int]] = []
+        #: per scheduling step: ``(decision index, thread, location, write)``
+        self.transitions: list[tuple[int, int, Any, bool]] = []
+        self.steps: list[Step] = []
+        self.preemptions = 0
+        self.failure: tuple[str, BaseException | str, int] | None = None
+        self.state_object: Any = None
+        self._step = 0
+        self._running = -1
+        self._yielded = [0] * workers  # len(memory.writers) when each thread last yielded
+
+    # -- the main thread -------------------------------------------------------------------
+    def run(self, setup: Callable[[], Any], workers: tuple[Callable[[Any], Any], ...],
+            invariant: Callable[[Any], Any] | None) -> Execution:
+        session = self.session
+        main = self.memory.main
+        previous = session.bound()
+        session.bind(self, main)
+        threads: list[_Carrier] = []
+        try:
+            try:
+                state = self.state_object = setup()
+            except BaseException as exc:
+                raise RuntimeError(f"the check's setup() failed: {exc!r}") from exc
+            self.memory.start_workers()
+            threads = _carriers(len(workers))
+            for t, (carrier, fn) in enumerate(zip(threads, workers, strict=True)):
+                carrier.start(self._body, t, fn, state)  # one at a time: each parks at
+                self._parked.acquire()                   # its start
+
+            self._started = True
+            self._hand_off(None)
+            self._done.acquire()  # the last thread to run says the execution is over
+        finally:
+            if self.failure is not None or self._error is not None or \
+                    any(s == "parked" for s in self.state):
+                self._abandon()
+            stuck = [c for c in threads if not c.join(30)]
+            session.bind(*previous)
+        if stuck:
+            raise RuntimeError("a worker of the check did not end within 30 s after its "
+                               "execution was given up (is it blocked outside the model, "
+                               "on a lock or I/O?)")
+        if self._error is not None:
+            raise self._error
+        if self.failure is None:
+            self.memory.join_workers()
+            self.memory.step = self._step + 1
+            session.bind(self, main)
+            try:
+                ok = invariant(state) if invariant is not None else None
+                if ok is False:
+                    self.failure = ("invariant", "the invariant returned False", -1)
+            except DataRace as exc:
+                self.failure = ("data race", exc, -1)
+            except BaseException as exc:
+                self.failure = ("invariant", exc, -1)
+            finally:
+                session.bind(*previous)
+        return self
+
+    # -- scheduling (on whichever thread ran last: no hand-off when it goes on) -------------
+    def _next(self) -> int | None:
+        """The thread to run next, its step recorded; None when the execution is over (every
+        thread done, a failure, a deadlock, the step limit, or a strategy error)."""
+        if self.failure is not None or self._error is not None:
+            return None
+        enabled = [t for t in range(self.n) if self.state[t] == "parked"
+                   and (self.pending[t].ready is None or self.pending[t].ready())]
+        # A thread that yielded (a spin-wait) waits until another thread has stored
+        # something, unless nobody else can run: a spinner only reads, so exploring
+        # spinners taking turns would never end.
+        writers = self.memory.writers
+        spinning = [t for t in enabled if self.pending[t].kind == "yield"
+                    and all(w == t for w in writers[self._yielded[t]:])]
+        if spinning and len(spinning) < len(enabled):
+            enabled = [t for t in enabled if t not in spinning]
+        if not enabled:
+            blocked = [t for t in range(self.n) if self.state[t] == "parked"]
+            if blocked:
+                ops = ", ".join(f"T{t} at {self.pending[t].kind} {self.pending[t].name}"
+                                for t in blocked)
+                self.failure = ("deadlock", f"no thread can go on: {ops}", -1)
+            return None
+        if self._step >= self.max_steps:
+            self.failure = ("step limit", f"the execution did not end within "
+                            f"{self.max_steps} steps (a livelock? raise max_steps)", -1)
+            return None
+        current = self._running
+        if current in enabled:
+            alternatives = [current] + [t for t in enabled if t != current]
+            costs = [0] + [1] * (len(enabled) - 1)
+        else:
+            alternatives, costs = enabled, [0] * len(enabled)
+        try:
+            t = alternatives[self._decide("thread", alternatives, costs)]
+        except BaseException as exc:  # a replay that does not fit, a nondeterministic check
+            self._error = exc
+            return None
+        self._step += 1
+        self.memory.step = self._step
+        op = self.pending[t]
+        self.transitions.append((len(self.decisions) - 1, t, op.location, op.write))
+        self.steps.append(Step(self._step, t, op.kind, op.name))
+        self._running = t
+        self.state[t] = "running"
+        return t
+
+    def _hand_off(self, me: int | None) -> bool:
+        """Choose who runs next and let it: True when that is ``me`` (go on, no hand-off);
+        otherwise wake it, or the main thread when the execution is over."""
+        t = self._next()
+        if t is None:
+            self._done.release()
+            return False
+        if t == me:
+            return True
+        self._go[t].release()
+        return False
+
+    def _decide(self, kind: str, alternatives: list, costs: list[int]) -> int:
+        index = self.strategy.choose(self, kind, alternatives, costs)
+        if not 0 <= index < len(alternatives):
+            raise RuntimeError(f"strategy chose alternative {index} of {len(alternatives)}")
+        self.decisions.append((kind, alternatives, index, costs, self.preemptions))
+        self.preemptions += costs[index]
+        return index
+
+    def _abandon(self) -> None:
+        self._abandoned = True
+        for t in range(self.n):
+            if self.state[t] == "parked":
+                self._go[t].release()
+
+    # -- the workers -----------------------------------------------------------------------
+    def _body(self, t: int, fn: Callable[[Any], Any], state: Any) -> None:
+        self.session.bind(self, t)
+        try:
+            self.point(t, Op("start"))
+            fn(state)
+        except _Abandon:
+            pass
+        except DataRace as exc:
+            self._fail("data race", exc, t)
+        except BaseException as exc:
+            self._fail("exception", exc, t)
+        finally:
+            self.state[t] = "done"
+            self.session.bind(None, -1)
+            if not self._abandoned:
+                self._hand_off(None)
+
+    def _fail(self, kind: str, exc: BaseException | str, t: int) -> None:
+        if self.failure is None:
+            self.failure = (kind, exc, t)
+
+    def point(self, t: int, op: Op) -> None:
+        """Thread ``t`` announces ``op`` and waits until it is chosen (the main thread
+        never waits: it runs alone)."""
+        if t == self.memory.main:
+            return
+        if self.failure is not None or self._abandoned:
+            raise _Abandon
+        self.pending[t] = op
+        if op.kind == "yield":
+            self._yielded[t] = len(self.memory.writers)
+        self.state[t] = "parked"
+        if not self._started:
+            self._parked.release()  # the main thread starts the next worker
+        elif self._hand_off(t):
+            return
+        self._go[t].acquire()
+        if self._abandoned:
+            raise _Abandon
+
+    def choose_read(self, alternatives: int) -> int:
+        """Which of ``alternatives`` stores (latest first) a weak load reads."""
+        if alternatives == 1:
+            return 0
+        return self._decide("read", list(range(alternatives)), [0] * alternatives)
+
+    def note(self, t: int, **fields: Any) -> None:
+        """Fill in the line of the operation ``t`` is performing, or (``scheduled=False``)
+        add a line for a plain data access."""
+        who = -1 if t == self.memory.main else t
+        if fields.pop("scheduled", True):
+            for line in reversed(self.steps):
+                if line.thread == who:
+                    for k, v in fields.items():
+                        setattr(line, k, v)
+                    return
+        self.steps.append(Step(self._step, who, scheduled=False, **fields))
+
+    def begin_main(self, kind: str, name: str) -> None:
+        """A line for an operation of the main thread (set-up or invariant)."""
+        self.steps.append(Step(self._step, -1, kind, name, scheduled=False))
+
+    def race(self, exc: DataRace, t: int) -> DataRace:
+        self._fail("data race", exc, t)
+        return exc
+
+
+class _Carrier:
+    """A daemon thread that runs one worker body after another: executions reuse them,
+    since starting a thread costs more than most executions' hand-offs. One carrier runs
+    one body at a time; a carrier whose body never ended is dropped."""
+
+    def __init__(self) -> None:
+        self._job: tuple | None = None
+        self._ready = _taken_lock()
+        self._finished = _taken_lock()
+        self.busy = False
+        threading.Thread(target=self._loop, name="seer-check-carrier", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self._ready.acquire()
+            fn, *args = self._job
+            self._job = None
+            try:
+                fn(*args)
+            finally:
+                self._finished.release()
+
+    def start(self, fn: Callable, *args: Any) -> None:
+        self.busy = True
+        self._job = (fn, *args)
+        self._ready.release()
+
+    def join(self, timeout: float) -> bool:
+        if not self._finished.acquire(timeout=timeout):
+            return False
+        self.busy = False
+        return True
+
+
+_carrier_pool: list[_Carrier] = []
+_carrier_lock = threading.Lock()
+
+
+def _carriers(n: int) -> list[_Carrier]:
+    """``n`` idle carriers (made as needed)."""
+    with _carrier_lock:
+        _carrier_pool[:] = [c for c in _carrier_pool if not c.busy]
+        while len(_carrier_pool) < n:
+            _carrier_pool.append(_Carrier())
+        return _carrier_pool[:n]
+
+
+def _taken_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
+class ModelAccessor(PythonRawOps):
+    """The model path's accessor (``path == "model"``): every operation is a scheduling
+    point and is performed in the execution's :class:`~seer.check.memory.Memory`; the
+    real words are kept equal to each word's latest store, so the set-up, the invariant
+    and plain numpy reads see what an execution wrote. Orders are checked
+    (:func:`~seer.queues.atomic.check_order`)."""
+
+    __slots__ = ("_array", "_base", "_scratch", "_session", "_words", "name", "path")
+
+    def __init__(self, session: Session, words: Any) -> None:
+        self.path = "model"
+        self._session = session
+        self._words = words
+        self._array = words.array
+        self._base = words.address
+        self.name = words.name
+        self._init_scratch()
+
+    def _index(self, i: int) -> int:
+        if not 0 <= i < self._words.n:
+            raise IndexError(f"atomic word {i} of {self.name} out of range({self._words.n})")
+        return int(i)
+
+    def _op(self, kind: str, i: int, order: int, write: bool, perform: Callable,
+            plain: bool = False) -> int:
+        i = self._index(i)
+        session = self._session
+        ex, t = session.bound()
+        array = self._array
+        if ex is None:
+            with session.free_lock:  # a free-running session: one operation at a time
+                return perform(None, None, -1, i)
+        loc = self._base + 8 * i
+        op = Op(f"plain {kind}" if plain else kind, loc, f"{self.name}[{i}]", write)
+        if t == ex.memory.main:
+            ex.begin_main(op.kind, op.name)
+        else:
+            ex.point(t, op)
+        return perform(ex, ex.memory, t, i, loc, int(array[i]))
+
+    def load(self, i: int, order: int = ACQUIRE, *, _plain: bool = False) -> int:
+        check_order("load", order)
+        array = self._array
+
+        def perform(ex, mem, t, i, loc=None, initial=None):
+            if ex is None:
+                return int(array[i])
+            stores = mem.readable(t, loc, initial, order)
+            k = ex.choose_read(len(stores))
+            store = stores[k]
+            value = mem.read(t, loc, store, order)
+            stale = f" (stale: {k} newer store{'s' if k > 1 else ''})" if k else ""
+            ex.note(t, order=ORDER_NAMES[order], detail=f"-> {value}{stale}",
+                    reads_from=(store.thread, store.step))
+            return value
+
+        return self._op("load", i, order, False, perform, _plain)
+
+    def store(self, i: int, value: int, order: int = RELEASE, *, _plain: bool = False) -> None:
+        check_order("store", order)
+        array = self._array
+        value = int(value)
+
+        def perform(ex, mem, t, i, loc=None, initial=None):
+            if mem is not None:
+                mem.write(t, loc, initial, value, order)
+                ex.note(t, order=ORDER_NAMES[order], detail=f"<- {value}")
+            array[i] = value
+
+        self._op("store", i, order, True, perform, _plain)
+
+    def _rmw(self, kind: str, i: int, order: int, new: Callable[[int], int],
+             detail: Callable[[int], str]) -> int:
+        check_order("rmw", order)
+        array = self._array
+
+        def perform(ex, mem, t, i, loc=None, initial=None):
+            if mem is None:
+                old = int(array[i])
+                array[i] = new(old)
+                return old
+            reads = mem.latest(loc, initial)
+            old = mem.rmw(t, loc, initial, order, new)
+            array[i] = mem.latest(loc, initial).value
+            ex.note(t, order=ORDER_NAMES[order], detail=detail(old),
+                    reads_from=(reads.thread, reads.step))
+            return old
+
+        return self._op(kind, i, order, True, perform)
+
+    def exchange(self, i: int, value: int, order: int = ACQ_REL) -> int:
+        value = int(value)
+        return self._rmw("exchange", i, order, lambda old: value,
+                         lambda old: f"{old} -> {value}")
+
+    def fetch_add(self, i: int, delta: int, order: int = ACQ_REL) -> int:
+        delta = int(delta)
+        return self._rmw("fetch_add", i, order, lambda old: _wrap64(old + delta),
+                         lambda old: f"{old} -> {_wrap64(old + delta)}")
+
+    def compare_exchange(self, i: int, expected: int, desired: int, order: int = ACQ_REL,
+                         failure: int = ACQUIRE) -> int:
+        check_order("rmw", order)
+        check_order("failure", failure)
+        expected, desired = int(expected), int(desired)
+        array = self._array
+
+        def perform(ex, mem, t, i, loc=None, initial=None):
+            if mem is None:
+                old = int(array[i])
+                if old == expected:
+                    array[i] = desired
+                return old
+            latest = mem.latest(loc, initial)
+            if latest.value == expected:
+                mem.rmw(t, loc, initial, order, lambda old: desired)
+                array[i] = desired
+                ex.note(t, order=ORDER_NAMES[order], detail=f"{expected} -> {desired} (ok)",
+                        reads_from=(latest.thread, latest.step))
+            else:
+                mem.read(t, loc, latest, failure)
+                ex.note(t, order=ORDER_NAMES[order],
+                        detail=f"expected {expected}, saw {latest.value} (failed)",
+                        reads_from=(latest.thread, latest.step))
+            return latest.value
+
+        return self._op("cas", i, order, True, perform)
+
+
+class PlainWords:
+    """``AtomicWords.plain()`` under a model session: each read is a relaxed load and
+    each write a relaxed store (what a plain 8-byte access of a word is on the hardware
+    the project runs on), scheduled like any other atomic operation."""
+
+    __slots__ = ("_acc",)
+
+    def __init__(self, acc: ModelAccessor) -> None:
+        self._acc = acc
+
+    def __getitem__(self, i: int) -> int:
+        return self._acc.load(i, RELAXED, _plain=True)
+
+    def __setitem__(self, i: int, value: int) -> None:
+        self._acc.store(i, value, RELAXED, _plain=True)
+
+    def __len__(self) -> int:
+        return self._acc._words.n
+
+    def release(self) -> None:
+        pass
+
+
+class DataView:
+    """A plain-data int64 view (``data_view``) whose accesses are race-checked."""
+
+    __slots__ = ("_base", "_name", "_session", "_view")
+
+    def __init__(self, session: Session, name: str, view: memoryview) -> None:
+        self._session, self._name, self._view = session, name, view
+        self._base = np.asarray(view).ctypes.data
+
+    def _check(self, i: int, write: bool, value: int) -> None:
+        ex, t = self._session.bound()
+        if ex is None:
+            return
+        name = f"{self._name}[{i}]"
+        try:
+            if write:
+                ex.memory.data_write(t, self._base + 8 * i, name)
+            else:
+                ex.memory.data_read(t, self._base + 8 * i, name)
+        except DataRace as exc:
+            raise ex.race(exc, t) from None
+        ex.note(t, kind="write" if write else "read", name=name,
+                detail=f"{'<-' if write else '->'} {value}", scheduled=False)
+
+    def __getitem__(self, i: int) -> int:
+        value = self._view[i]
+        self._check(i, False, value)
+        return value
+
+    def __setitem__(self, i: int, value: int) -> None:
+        self._check(i, True, value)
+        self._view[i] = value
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    def release(self) -> None:
+        self._view.release()
+
+
+class SlotTable:
+    """A race-checked view of a two-level table of object slots (``data_slots``)."""
+
+    __slots__ = ("_name", "_session", "_table")
+
+    def __init__(self, session: Session, name: str, table: list[list]) -> None:
+        self._session, self._name, self._table = session, name, table
+
+    def __getitem__(self, chunk: int) -> _SlotChunk:
+        return _SlotChunk(self, chunk, self._table[chunk])
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+class _SlotChunk:
+    __slots__ = ("_chunk", "_index", "_table")
+
+    def __init__(self, table: SlotTable, index: int, chunk: list) -> None:
+        self._table, self._index, self._chunk = table, index, chunk
+
+    def _check(self, j: int, write: bool, value: Any) -> None:
+        table = self._table
+        ex, t = table._session.bound()
+        if ex is None:
+            return
+        h = self._index * len(self._chunk) + j
+        name = f"{table._name}[{h}]"
+        try:
+            if write:
+                ex.memory.data_write(t, (id(table._table), h), name)
+            else:
+                ex.memory.data_read(t, (id(table._table), h), name)
+        except DataRace as exc:
+            raise ex.race(exc, t) from None
+        shown = "None" if value is None else type(value).__name__
+        ex.note(t, kind="write" if write else "read", name=name,
+                detail=f"{'<-' if write else '->'} {shown}", scheduled=False)
+
+    def __getitem__(self, j: int) -> Any:
+        value = self._chunk[j]
+        self._check(j, False, value)
+        return value
+
+    def __setitem__(self, j: int, value: Any) -> None:
+        self._check(j, True, value)
+        self._chunk[j] = value
+
+
+class ModelLock:
+    """A lock under a model session (``seer.queues.atomic.shared_lock``): acquiring is a
+    scheduling point, blocked while another thread holds it, and acquires what the last
+    release published (so a lock hand-off orders the critical sections for the race
+    check, as a mutex does). Outside an execution, a real lock."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._real = threading.Lock()
+        self._holder = -1
+        self._clock: list[int] | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        ex, t = self._session.bound()
+        if ex is None:
+            return self._real.acquire(blocking, timeout)
+        if t != ex.memory.main:
+            ex.point(t, Op("lock", id(self), "lock", True, ready=lambda: self._holder < 0))
+        if self._holder >= 0:
+            raise RuntimeError(f"deadlock: the main thread of a check waits for a lock that "
+                               f"T{self._holder} holds")
+        self._holder = t
+        clock = ex.memory.clocks[t]
+        if self._clock is not None:
+            for k, v in enumerate(self._clock):
+                if v > clock[k]:
+                    clock[k] = v
+        clock[t] += 1
+        return True
+
+    def release(self) -> None:
+        ex, t = self._session.bound()
+        if ex is None:
+            self._real.release()
+            return
+        clock = ex.memory.clocks[t]
+        self._clock = list(clock)
+        clock[t] += 1
+        self._holder = -1
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class Barrier:
+    """A barrier for the workers of a check (``parties`` of them), modelled: waiting is
+    a scheduling point, a thread is blocked until all have arrived, and passing it
+    orders everything each thread did before it before everything any thread does after
+    (as the runtime's window barrier does). Outside an execution it is a
+    ``threading.Barrier``."""
+
+    def __init__(self, parties: int) -> None:
+        if parties < 1:
+            raise ValueError(f"a barrier needs at least one party, got {parties}")
+        self.parties = parties
+        self._arrived: list[list[int]] = [[]]
+        self._plain = threading.Barrier(parties)
+
+    def wait(self) -> None:
+        session = _active_session()
+        ex, t = session.bound() if session is not None else (None, -1)
+        if ex is None:
+            self._plain.wait()
+            return
+        gen = len(self._arrived) - 1
+        # Arrivals commute (DPOR may treat them as independent reads); passing depends on
+        # every arrival.
+        ex.point(t, Op("barrier", id(self), "barrier", False))
+        arrived = self._arrived[gen]
+        arrived.append(t)
+        ex.note(t, detail=f"arrives ({len(arrived)} of {self.parties})")
+        if len(arrived) == self.parties:
+            ex.memory.barrier(arrived)
+            self._arrived.append([])
+        ex.point(t, Op("pass", id(self), "barrier", True,
+                       ready=lambda: len(arrived) >= self.parties))
+        ex.note(t, detail="passes")
+
+
+def yield_now() -> None:
+    """A spin-wait's hint: in a check, let the other threads run before this one goes on
+    (it costs no preemption, and the thread is not scheduled again until another one has
+    stored to a word, unless none can run); outside one, ``os.sched_yield``. Call it in a loop that
+    waits for another thread (a full or empty ring), so that exploration terminates. In
+    weak-memory mode, a thread that yields sees every store made before it goes on
+    (:meth:`~seer.check.memory.Memory.catch_up`)."""
+    session = _active_session()
+    ex, t = session.bound() if session is not None else (None, -1)
+    if ex is None or t == ex.memory.main:
+        os.sched_yield()
+        return
+    ex.point(t, Op("yield"))
+    ex.memory.catch_up(t)
+
+
+def _active_session() -> Session | None:
+    from seer.queues import atomic
+
+    hooks = atomic.model_hooks
+    return hooks[0] if hooks and isinstance(hooks[0], Session) else None
