@@ -51,6 +51,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 # cases where it declares them.
 SLOW = {
     "tests/bench": "benchmark tooling, not the runtime",
+    "tests/check/test_package.py": "builds the wheel and installs it into a new venv (10 s)",
     "tests/test_distributed.py": "a Dask cluster of worker processes, killed and restarted (22 s)",
     "tests/stpa/test_encoder.py": "trains the STPA encoder with torch (17 s)",
     "tests/stpa/test_predictor.py::test_evaluation_reports_every_method_on_a_small_dataset":

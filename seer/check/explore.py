@@ -183,20 +183,35 @@ class _Prefix:
     """Follows ``prefix`` (alternative indices), then the first alternative within
     ``bound`` preemptions (the running thread first, or the latest store)."""
 
-    def __init__(self, prefix: list[int], bound: float) -> None:
-        self.prefix, self.bound = prefix, bound
+    def __init__(self, prefix: list[int], bound: float, seen: list | None = None) -> None:
+        self.prefix, self.bound, self.seen = prefix, bound, seen or []
 
     def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
         k = len(ex.decisions)
         if k < len(self.prefix):
             index = self.prefix[k]
-            if index >= len(alternatives):
-                raise RuntimeError("the check is not deterministic: a replayed decision has "
-                                   "fewer alternatives than before (does it depend on "
-                                   "something outside the model: time, a random seed, "
-                                   "another thread?)")
+            if index >= len(alternatives) or (k < len(self.seen) and self.seen[k] != (
+                    kind, alternatives)):
+                raise _nondeterministic(k)
             return index
         return next(i for i, c in enumerate(costs) if ex.preemptions + c <= self.bound)
+
+
+def _nondeterministic(k: int) -> RuntimeError:
+    return RuntimeError(f"the check is not deterministic: decision {k + 1} offers other "
+                        "choices than when the same schedule ran before (does it depend on "
+                        "something outside the model: time, a random seed, state kept "
+                        "between executions, another thread? build everything in setup)")
+
+
+def _seen(decisions: list[tuple]) -> list[tuple[str, list]]:
+    return [(kind, alternatives) for kind, alternatives, *_ in decisions]
+
+
+def _checked(ex: Execution, prefix: list[int]) -> Execution:
+    if ex.failure is None and len(ex.decisions) < len(prefix):
+        raise _nondeterministic(len(ex.decisions))
+    return ex
 
 
 class _Replay:
@@ -288,40 +303,37 @@ def _races(ex: Execution) -> list[tuple[int, int]]:
 
 
 # -- explore ---------------------------------------------------------------------------------------
-_session_stack: list[Session] = []
-
-
 class model_atomics:
-    """Context manager: a model session, so that every ``AtomicWords`` accessor and view
-    made inside is the model path's (``seer.queues.atomic``). :func:`explore` opens one
+    """Context manager: a model session for the calling thread, so that every
+    ``AtomicWords`` accessor and view it makes inside is the model path's
+    (``seer.queues.atomic``); other threads are not affected. :func:`explore` opens one
     itself; use this directly to build structures outside a check, or to run code on the
     model path free-running (operations one at a time under a lock, no checks).
-    ``SEER_ATOMICS=model`` with ``import seer.check`` opens one for the whole process."""
+    ``SEER_ATOMICS=model`` with ``import seer.check`` opens one for every thread."""
 
     def __enter__(self) -> Session:
-        hooks = atomic.model_hooks
-        session = hooks[0] if hooks else Session()
-        if not hooks:
-            hooks.append(session)
-        _session_stack.append(session)
+        session = _session()
+        session.local.depth = getattr(session.local, "depth", 0) + 1
         return session
 
     def __exit__(self, *exc: object) -> None:
-        _session_stack.pop()
-        if not _session_stack and atomic.model_hooks and not _process_wide:
-            atomic.model_hooks.clear()
+        local = _session().local
+        local.depth -= 1
 
 
-_process_wide: list[Session] = []
+def _session() -> Session:
+    """The process's one model session (installed as ``seer.queues.atomic``'s hook)."""
+    hooks = atomic.model_hooks
+    if not hooks:
+        hooks.append(Session())
+    return hooks[0]
 
 
 def _install_process_wide() -> None:
-    """``SEER_ATOMICS=model``: a model session for the whole process."""
-    if os.environ.get("SEER_ATOMICS", "").strip().lower() == "model" and not _process_wide:
-        session = atomic.model_hooks[0] if atomic.model_hooks else Session()
-        if not atomic.model_hooks:
-            atomic.model_hooks.append(session)
-        _process_wide.append(session)
+    """Install the hook; ``SEER_ATOMICS=model`` makes it cover every thread."""
+    session = _session()
+    if os.environ.get("SEER_ATOMICS", "").strip().lower() == "model":
+        session.process_wide = True
 
 
 def _run(session: Session, strategy: Any, setup: Callable, workers: tuple, invariant: Any,
@@ -372,30 +384,46 @@ def explore(setup: Callable[[], Any], *workers: Callable[[Any], Any],
 
 def _dfs(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
          max_steps) -> Report:
+    """Iterative preemption bounding without repeats: a bound's search stays within its
+    bound, and every alternative that would exceed it is kept as the root of a subtree
+    for the next bound (as CHESS does), so each schedule runs once."""
     runs = 0
+    frontier: list[tuple[list[int], list]] = [([], [])]
     for bound in range(preemptions + 1):
-        prefix: list[int] = []
-        while True:
-            ex = _run(session, _Prefix(prefix, bound), setup, workers, invariant, weak,
-                      max_steps)
-            runs += 1
-            if ex.failure is not None:
-                return Report("dfs", runs, 0.0, _failure(ex, weak), False, bound)
-            d = ex.decisions
-            k = len(d) - 1
-            while k >= 0:
-                _kind, _alts, index, costs, before = d[k]
-                nxt = next((i for i in range(index + 1, len(costs))
-                            if before + costs[i] <= bound), None)
-                if nxt is not None:
-                    prefix = [x[2] for x in d[:k]] + [nxt]
+        deeper: list[tuple[list[int], list]] = []
+        for root, seen in frontier:
+            prefix = root
+            while True:
+                ex = _checked(_run(session, _Prefix(prefix, bound, seen), setup, workers,
+                                   invariant, weak, max_steps), prefix)
+                runs += 1
+                if ex.failure is not None:
+                    return Report("dfs", runs, 0.0, _failure(ex, weak), False, bound)
+                d = ex.decisions
+                choices = [x[2] for x in d]
+                seen = _seen(d)
+                for k in range(len(prefix), len(d)):  # decisions first met in this run
+                    _kind, _alts, index, costs, before = d[k]
+                    deeper.extend(([*choices[:k], i], seen[:k + 1])
+                                  for i in range(index + 1, len(costs))
+                                  if before + costs[i] > bound)
+                k = len(d) - 1
+                while k >= len(root):
+                    _kind, _alts, index, costs, before = d[k]
+                    nxt = next((i for i in range(index + 1, len(costs))
+                                if before + costs[i] <= bound), None)
+                    if nxt is not None:
+                        prefix = [*choices[:k], nxt]
+                        break
+                    k -= 1
+                if k < len(root):
                     break
-                k -= 1
-            if k < 0:
-                break
-            if runs >= schedules:
-                return Report("dfs", runs, 0.0, None, False, bound,
-                              [f"stopped at {schedules} schedules (raise schedules=)"])
+                if runs >= schedules:
+                    return Report("dfs", runs, 0.0, None, False, bound,
+                                  [f"stopped at {schedules} schedules (raise schedules=)"])
+        frontier = deeper
+        if not frontier:
+            break
     return Report("dfs", runs, 0.0, None, True, preemptions)
 
 
@@ -405,13 +433,15 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
     prefix: list[int] = []
     backtrack: list[set | None] = []  # per decision: threads still to try (thread kind)
     done: list[set | None] = []
+    seen: list = []
     while True:
-        ex = _run(session, _Prefix(prefix, float("inf")), setup, workers, invariant, weak,
-                  max_steps)
+        ex = _checked(_run(session, _Prefix(prefix, float("inf"), seen), setup, workers,
+                           invariant, weak, max_steps), prefix)
         runs += 1
         if ex.failure is not None:
             return Report("dpor", runs, 0.0, _failure(ex, weak), False)
         d = ex.decisions
+        seen = _seen(d)
         for k in range(len(backtrack), len(d)):
             kind, alts, index, _c, _p = d[k]
             chosen = {alts[index]} if kind == "thread" else None

@@ -98,6 +98,13 @@ class Session:
     def __init__(self) -> None:
         self.local = threading.local()
         self.free_lock = threading.Lock()
+        self.process_wide = False  # SEER_ATOMICS=model: every thread is covered
+
+    def covers(self) -> bool:
+        """Is the calling thread in this session (``model_atomics``, an execution)?"""
+        local = self.local
+        return self.process_wide or getattr(local, "depth", 0) > 0 or \
+            getattr(local, "execution", None) is not None
 
     # hooks -------------------------------------------------------------------------------
     def accessor(self, words: Any) -> ModelAccessor:
@@ -748,4 +755,4 @@ def _active_session() -> Session | None:
     from seer.queues import atomic
 
     hooks = atomic.model_hooks
-    return hooks[0] if hooks and isinstance(hooks[0], Session) else None
+    return hooks[0] if hooks and isinstance(hooks[0], Session) and hooks[0].covers() else None

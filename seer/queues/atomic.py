@@ -131,11 +131,20 @@ class WordAccessor(Protocol):
     def scratch_view(self) -> memoryview: ...
 
 
-#: The model path's hooks, installed by :mod:`seer.check` while a model session is active
-#: (``[]`` otherwise): ``accessor(words)``, ``plain(words)``, ``data_view(name, view)``,
-#: ``data_slots(name, table)``, ``lock()``.
-#: A hook, not an import: the queues do not depend on the checker.
+#: The model path's hooks, installed by :mod:`seer.check` when it is imported (``[]``
+#: before): ``covers()`` (is the calling thread in a model session?), ``accessor(words)``,
+#: ``plain(words)``, ``data_view(name, view)``, ``data_slots(name, table)``, ``lock()``.
+#: A hook, not an import: the queues do not depend on the checker. A session covers the
+#: threads that opened it (and the explorer's workers), so other threads of the process
+#: keep their own paths.
 model_hooks: list = []
+
+
+def _model():
+    """The model session covering the calling thread, or None."""
+    if model_hooks and model_hooks[0].covers():
+        return model_hooks[0]
+    return None
 
 
 class AtomicWords:
@@ -194,8 +203,8 @@ class AtomicWords:
         algorithm tolerates (a first guess that a CAS then checks) or that a barrier makes
         exact. Under a model session, a view whose reads and writes are relaxed atomic
         operations the explorer schedules."""
-        if model_hooks:
-            return model_hooks[0].plain(self)
+        if (model := _model()) is not None:
+            return model.plain(self)
         return memoryview(self.array).cast("B").cast("q")
 
     def release(self) -> None:
@@ -208,8 +217,8 @@ def data_view(name: str, buffer: object, offset: int, n: int) -> memoryview:
     ``buffer``, as a memoryview. Under a model session, a view that records every access
     for the explorer's data-race check instead (named ``name`` in its reports)."""
     view = memoryview(buffer).cast("B")[offset: offset + 8 * n].cast("q")
-    if model_hooks:
-        return model_hooks[0].data_view(name, view)
+    if (model := _model()) is not None:
+        return model.data_view(name, view)
     return view
 
 
@@ -217,8 +226,8 @@ def data_slots(name: str, table: list[list]) -> list[list]:
     """A two-level table of Python object slots (``table[chunk][slot]``: the arena's side
     table) as a plain-data view, the same way as :func:`data_view`: ``table`` itself, or
     under a model session a view whose slot accesses the explorer records."""
-    if model_hooks:
-        return model_hooks[0].data_slots(name, table)
+    if (model := _model()) is not None:
+        return model.data_slots(name, table)
     return table
 
 
@@ -226,13 +235,13 @@ def shared_lock() -> threading.Lock:
     """A ``threading.Lock`` for state the structures guard by a lock (the arena's pool);
     under a model session, a lock the explorer schedules and whose hand-off it counts as
     synchronisation (so that records passed through the pool are not reported as races)."""
-    if model_hooks:
-        return model_hooks[0].lock()
+    if (model := _model()) is not None:
+        return model.lock()
     return threading.Lock()
 
 
 def _model_hook():
-    if not model_hooks:
+    if _model() is None:
         raise RuntimeError("the 'model' atomics path needs a model session: run the code "
                            "under seer.check.explore() or seer.check.model_atomics()")
     return model_hooks[0]
@@ -489,9 +498,10 @@ def fast_path_available() -> bool:
 
 
 def selected_path() -> str:
-    """The default path: "model" while a model session is active; else ``SEER_ATOMICS``
-    ("fast", "public" or "model") if set, else "fast" when available, else "public"."""
-    if model_hooks:
+    """The default path: "model" in a model session (the calling thread's); else
+    ``SEER_ATOMICS`` ("fast", "public" or "model") if set, else "fast" when available, else
+    "public"."""
+    if _model() is not None:
         return "model"
     forced = os.environ.get("SEER_ATOMICS", "").strip().lower()
     if forced in ("public", "model"):

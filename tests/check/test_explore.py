@@ -1,0 +1,316 @@
+"""seer.check's explorer: strategies, schedules, replay, failures of every kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from seer.check import (
+    Barrier,
+    CheckFailure,
+    ReplayError,
+    explore,
+    format_schedule,
+    parse_schedule,
+    replay,
+    yield_now,
+)
+from seer.check.examples import free_list_check
+from seer.queues import AtomicWords
+from seer.queues.atomic import RELAXED, RELEASE, data_view, shared_lock
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.w = AtomicWords(2, name="counter")
+
+
+def lost_update(state: Counter) -> None:
+    acc = state.w.accessor()
+    acc.store(0, acc.load(0) + 1)
+
+
+def atomic_add(state: Counter) -> None:
+    state.w.accessor().fetch_add(0, 1)
+
+
+def counted_two(state: Counter) -> None:
+    assert state.w.array[0] == 2, f"counter is {state.w.array[0]}"
+
+
+@pytest.mark.parametrize("strategy", ["dfs", "dpor", "random", "pct"])
+def test_every_strategy_finds_a_lost_update(strategy):
+    report = explore(Counter, lost_update, lost_update, invariant=counted_two,
+                     strategy=strategy, raises=False, schedules=500)
+    assert report.failure is not None
+    assert report.failure.kind == "invariant"
+    assert "counter is 1" in report.failure.message
+
+
+@pytest.mark.parametrize("strategy", ["dfs", "dpor"])
+def test_exhaustive_strategies_pass_a_correct_counter(strategy):
+    report = explore(Counter, atomic_add, atomic_add, atomic_add, invariant=lambda s:
+                     s.w.array[0] == 3, strategy=strategy)
+    assert report.failure is None and report.exhaustive and report.schedules > 1
+
+
+def test_dfs_finds_the_failure_with_the_fewest_preemptions():
+    report = explore(Counter, lost_update, lost_update, invariant=counted_two, raises=False)
+    assert report.failure.preemptions == 1
+    # bound 0: two schedules (one thread after the other), both pass; bound 1: preempting
+    # T0 before its load passes, preempting it between its load and its store fails. No
+    # schedule runs twice.
+    assert report.schedules == 4
+
+
+def test_the_preemption_bound_limits_the_search():
+    report = explore(Counter, lost_update, lost_update, invariant=counted_two,
+                     preemptions=0)
+    assert report.exhaustive and report.bound == 0 and report.schedules == 2
+
+
+def test_dpor_runs_fewer_schedules_than_dfs_on_independent_words():
+    def own_word(i):
+        def run(state):
+            acc = state.w.accessor()
+            for v in range(3):
+                acc.store(i, v)
+        return run
+
+    dfs = explore(Counter, own_word(0), own_word(1), preemptions=3)
+    dpor = explore(Counter, own_word(0), own_word(1), strategy="dpor")
+    assert dpor.exhaustive and dfs.exhaustive
+    assert dpor.schedules < dfs.schedules
+
+
+def test_a_failure_raises_with_its_report():
+    with pytest.raises(CheckFailure) as info:
+        explore(Counter, lost_update, lost_update, invariant=counted_two)
+    failure = info.value.report.failure
+    text = str(info.value)
+    assert failure.schedule in text and "replay" in text
+    assert "load acquire" in text and "counter[0]" in text  # the interleaving, step by step
+
+
+def test_a_printed_schedule_replays_the_same_failure_every_time():
+    setup, a, b, invariant = free_list_check(tagged=False)
+    found = explore(setup, a, b, invariant=invariant, raises=False).failure
+    for _ in range(100):
+        again = replay(found.schedule, setup, a, b, invariant=invariant, raises=False).failure
+        assert again is not None
+        assert (again.message, again.schedule) == (found.message, found.schedule)
+        assert [str(s) for s in again.steps] == [str(s) for s in found.steps]
+
+
+def test_a_schedule_that_does_not_fit_is_refused():
+    with pytest.raises(ReplayError, match="cannot run"):
+        replay("sc:5", Counter, lost_update, lost_update, invariant=counted_two)
+    with pytest.raises(ReplayError, match="ends after"):
+        replay("sc:0", Counter, lost_update, lost_update, invariant=counted_two)
+    with pytest.raises(ReplayError, match="read choice"):
+        replay("weak:r1", Counter, lost_update, lost_update)
+    with pytest.raises(ValueError, match="must start with"):
+        parse_schedule("0,1")
+    with pytest.raises(ValueError, match="bad token"):
+        parse_schedule("sc:0,x")
+
+
+def test_schedule_strings_round_trip():
+    weak, decisions = parse_schedule("weak:0*3,1,r2,0")
+    assert weak and decisions == [("thread", 0)] * 3 + [("thread", 1), ("read", 2),
+                                                       ("thread", 0)]
+    as_frames = [(k, list(range(4)), v, [0] * 4, 0) for k, v in decisions]
+    assert format_schedule(as_frames, weak) == "weak:0*3,1,r2,0"
+
+
+def test_the_replay_option_replaces_exploration(monkeypatch):
+    failing = explore(Counter, lost_update, lost_update, invariant=counted_two,
+                      raises=False).failure.schedule
+    monkeypatch.setenv("SEER_CHECK_REPLAY", failing)
+    report = explore(Counter, lost_update, lost_update, invariant=counted_two, raises=False)
+    assert report.strategy == "replay" and report.schedules == 1
+    assert report.failure.schedule == failing
+
+
+def test_a_worker_exception_names_its_thread():
+    def boom(state):
+        state.w.accessor().load(0)
+        raise KeyError("no such thing")
+
+    failure = explore(Counter, atomic_add, boom, raises=False).failure
+    assert failure.kind == "exception" and failure.thread == 1
+    assert "KeyError" in failure.message and "T1" in failure.message
+
+
+def test_a_deadlock_is_a_failure_not_a_hang():
+    class State:
+        def __init__(self):
+            self.barrier = Barrier(3)  # three parties, two workers
+
+    failure = explore(State, lambda s: s.barrier.wait(), lambda s: s.barrier.wait(),
+                      raises=False).failure
+    assert failure.kind == "deadlock" and "barrier" in failure.message
+
+
+def test_a_spin_without_yield_hits_the_step_limit():
+    def spin(state):
+        acc = state.w.accessor()
+        while acc.load(1) == 0:
+            pass
+
+    failure = explore(Counter, spin, max_steps=200, raises=False).failure
+    assert failure.kind == "step limit"
+
+
+def test_yield_now_lets_a_spin_wait_finish():
+    def setter(state):
+        state.w.accessor().store(1, 1)
+
+    def waiter(state):
+        acc = state.w.accessor()
+        while acc.load(1) == 0:
+            yield_now()
+
+    report = explore(Counter, waiter, setter)
+    assert report.exhaustive and report.failure is None
+
+
+class Published:
+    def __init__(self, order: int = RELEASE) -> None:
+        self.w = AtomicWords(1, name="flag")
+        self.buf = bytearray(8)
+        self.order = order
+
+
+def _publish(state: Published) -> None:
+    data = data_view("payload", state.buf, 0, 1)
+    data[0] = 42
+    state.w.accessor().store(0, 1, state.order)
+
+
+def _consume(load_order):
+    def run(state: Published) -> None:
+        acc = state.w.accessor()
+        if acc.load(0, load_order) == 1:
+            assert data_view("payload", state.buf, 0, 1)[0] == 42
+    return run
+
+
+def test_release_acquire_publication_has_no_race():
+    from seer.queues.atomic import ACQUIRE
+
+    report = explore(Published, _publish, _consume(ACQUIRE))
+    assert report.failure is None and report.exhaustive
+
+
+@pytest.mark.parametrize("publish,load", [(RELAXED, "acquire"), (RELEASE, "relaxed")])
+def test_a_missing_release_or_acquire_is_a_data_race(publish, load):
+    from seer.queues.atomic import ACQUIRE
+
+    order = ACQUIRE if load == "acquire" else RELAXED
+    failure = explore(lambda: Published(publish), _publish, _consume(order),
+                      raises=False).failure
+    assert failure is not None and failure.kind == "data race"
+    assert "payload[0]" in failure.message
+
+
+def test_a_shared_lock_orders_what_it_guards():
+    class Guarded:
+        def __init__(self, locked: bool):
+            self.lock = shared_lock() if locked else None
+            self.buf = bytearray(8)
+
+    def bump(state):
+        data = data_view("total", state.buf, 0, 1)
+        if state.lock is None:
+            data[0] += 1
+            return
+        with state.lock:
+            data[0] += 1
+
+    ok = explore(lambda: Guarded(True), bump, bump, invariant=lambda s:
+                 data_view("total", s.buf, 0, 1)[0] == 2)
+    assert ok.failure is None and ok.exhaustive
+    raced = explore(lambda: Guarded(False), bump, bump, raises=False).failure
+    assert raced.kind == "data race"
+
+
+def test_the_model_path_checks_memory_orders():
+    def bad(state):
+        state.w.accessor().load(0, RELEASE)
+
+    failure = explore(Counter, bad, raises=False).failure
+    assert "not valid for an atomic load" in failure.message
+
+
+def test_a_nondeterministic_check_is_reported():
+    import itertools
+
+    runs = itertools.count()
+
+    class Drifting(Counter):
+        """State kept outside setup: the first execution differs from the rest."""
+
+        def __init__(self):
+            super().__init__()
+            self.loads = 3 if next(runs) == 0 else 1
+
+    def worker(state):
+        acc = state.w.accessor()
+        for _ in range(state.loads):
+            acc.load(0)
+
+    with pytest.raises(RuntimeError, match="not deterministic"):
+        explore(Drifting, worker, lambda s: s.w.accessor().load(0))
+
+
+def test_setup_errors_are_named():
+    def broken():
+        raise OSError("disk")
+
+    with pytest.raises(RuntimeError, match="setup"):
+        explore(broken, atomic_add)
+
+
+def test_explore_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="at least one worker"):
+        explore(Counter)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        explore(Counter, atomic_add, strategy="bfs")
+
+
+def test_a_model_session_covers_only_its_own_threads():
+    import threading
+
+    from seer.queues import selected_path
+
+    paths = []
+
+    def worker(state):
+        t = threading.Thread(target=lambda: paths.append(selected_path()))
+        t.start()
+        t.join()
+        paths.append(selected_path())
+        state.w.accessor().load(0)
+
+    explore(Counter, worker, preemptions=0)
+    assert paths[0] in ("fast", "public") and paths[1] == "model"
+
+
+def test_the_whole_runtime_runs_on_the_free_running_model_path(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import seer.check, seer\n"
+        "from seer.queues import selected_path\n"
+        "from seer.testing import RandomModel, assert_equivalent\n"
+        "assert selected_path() == 'model'\n"
+        "model = RandomModel(n_entities=12, seed=3)\n"
+        "assert_equivalent(lambda m: seer.make_runtime(m, 'seer', threads=2), model,"
+        " seeds=[0, 1], steps=3)\n"
+        "print('OK')\n")
+    env = {**os.environ, "SEER_ATOMICS": "model"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
