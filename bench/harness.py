@@ -192,8 +192,11 @@ Runs = dict[str, list[list[float]]]
 def load(path: Path) -> Runs:
     """benchmark name -> the values of each run (one run per pyperf worker process)."""
     data = json.loads(path.read_text())
-    return {normalise_name(b["metadata"]["name"]): [r["values"] for r in b["runs"]
-                                                    if r.get("values")]
+    # pyperf keeps metadata shared by every benchmark of a file (with one benchmark: all of
+    # it, its name too) at the file's level
+    shared = data.get("metadata", {})
+    return {normalise_name({**shared, **b.get("metadata", {})}["name"]):
+            [r["values"] for r in b["runs"] if r.get("values")]
             for b in data["benchmarks"]}
 
 

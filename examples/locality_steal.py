@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 import seer
+from seer.check.stress import audit_claims  # the claim audit ships in the package
 from seer.queues.pel import ParallelExecutiveList, segment_word
 from seer.sched import Assignment, DualQueueRuntime, register_runtime
 from seer.testing import RandomModel, assert_equivalent
@@ -137,68 +137,6 @@ class LocalityRuntime(DualQueueRuntime):
 
 
 # -- checking it -------------------------------------------------------------------------------
-def audit_claims(assignment: Assignment, threads: int, *, windows: int = 40,
-                 n_entities: int = 4000, seed: int = 0, path: str | None = None,
-                 timeout: float = 60.0) -> tuple[int, int]:
-    """Stress ``assignment`` without a runtime: publish ``windows`` random windows whose
-    homes are uneven (most items on thread 0, so the others must steal) and let
-    ``threads`` threads claim each one at once, like the pool does. Raises AssertionError
-    naming the first window where an item was handed out twice or never. Returns the
-    total ``(claims, steals)``."""
-    pel = ParallelExecutiveList.create(n_entities, segments=threads)
-    rng = np.random.default_rng(seed)
-    published: list[np.ndarray] = []
-    got: list[list[list[np.ndarray]]] = [[[] for _ in range(windows)] for _ in range(threads)]
-    claimers = [assignment.claimer(pel, i, threads, path) for i in range(threads)]
-    start, end = threading.Barrier(threads, timeout=timeout), threading.Barrier(threads,
-                                                                                 timeout=timeout)
-    errors: list[BaseException] = []
-
-    def work(t: int) -> None:
-        claimer = claimers[t]
-        try:
-            for w in range(windows):
-                if t == 0:  # the coordinator publishes between windows
-                    size = int(rng.integers(20, n_entities // 2))
-                    home0 = rng.integers(0, n_entities // threads, size) * threads
-                    ready = np.unique(np.concatenate(
-                        [home0, rng.integers(0, n_entities, size // 4)]))
-                    published.append(ready)
-                    assignment.publish(pel, ready, threads, n_entities)
-                start.wait()  # stands in for the pool's hand-off
-                claimer.reset(threads)
-                while (r := claimer.claim()) is not None:
-                    got[t][w].append(pel.items[r[0]:r[1]].copy())
-                end.wait()  # stands in for the window barrier
-        except BaseException as exc:
-            errors.append(exc)
-            start.abort()
-            end.abort()
-
-    pool = [threading.Thread(target=work, args=(t,), name=f"audit-{t}")
-            for t in range(threads)]
-    for th in pool:
-        th.start()
-    for th in pool:
-        th.join()
-    if errors:
-        raise errors[0]
-    bad = []
-    for w, ready in enumerate(published):
-        parts = [a for t in range(threads) for a in got[t][w]]
-        taken = np.concatenate(parts) if parts else np.empty(0, np.int64)
-        ids, counts = np.unique(taken, return_counts=True)
-        twice, never = ids[counts > 1], np.setdiff1d(ready, ids)
-        if len(twice) or len(never):
-            bad.append(f"window {w} of {len(ready)} items: {len(twice)} handed out more "
-                       f"than once (e.g. {twice[:5].tolist()}), {len(never)} never handed "
-                       f"out (e.g. {never[:5].tolist()})")
-    if bad:
-        raise AssertionError(f"{assignment.name} on {threads} threads: {len(bad)} of "
-                             f"{windows} windows wrong; first: {bad[0]}")
-    return (sum(c.claims for c in claimers), sum(c.steals for c in claimers))
-
-
 def prove_equivalent(runtime: str, structures: Sequence[int], threads: Sequence[int],
                      *, entities: int = 60, steps: int = 4) -> int:
     """``assert_equivalent`` for ``runtime`` on RandomModels of several structures (both

@@ -52,6 +52,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 SLOW = {
     "tests/bench": "benchmark tooling, not the runtime",
     "tests/check/test_package.py": "builds the wheel and installs it into a new venv (10 s)",
+    "tests/check/test_queues.py::test_the_structure_passes_in_weak_memory_mode[leq]":
+        "8826 schedules in weak-memory mode (12 s)",
+    "tests/check/test_queues.py::test_the_structure_passes_in_weak_memory_mode[ring]":
+        "21142 schedules in weak-memory mode (35 s)",
     "tests/test_distributed.py": "a Dask cluster of worker processes, killed and restarted (22 s)",
     "tests/stpa/test_encoder.py": "trains the STPA encoder with torch (17 s)",
     "tests/stpa/test_predictor.py::test_evaluation_reports_every_method_on_a_small_dataset":

@@ -27,7 +27,7 @@ from seer.check.explore import (
     replay,
 )
 from seer.check.scheduler import Barrier, ModelAccessor, Step, yield_now
-from seer.check.stress import run_threads
+from seer.check.stress import audit_claims, run_threads
 
 __all__ = [
     "REPLAY_ENV",
@@ -39,6 +39,7 @@ __all__ = [
     "ReplayError",
     "Report",
     "Step",
+    "audit_claims",
     "explore",
     "format_schedule",
     "model_atomics",

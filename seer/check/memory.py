@@ -27,11 +27,12 @@ relaxed or acquire load may read any store that C11's coherence rules allow:
 That choice is a decision of the explorer, like the choice of thread, so a check in weak
 mode also explores which store each load reads. A thread that spins
 (:func:`seer.check.yield_now`) sees every store made before it goes on: C11 promises that
-stores become visible in finite time, and this keeps spin loops finite. Read-modify-writes
-always read the latest store (C11 guarantees it); seq_cst loads read the latest store too,
-which is stronger than C11 when seq_cst and weaker orders are mixed on one word. Fences are
-not modelled (the project has none), nor is out-of-thin-air reasoning: a load can only read
-a store that an execution has already made.
+stores become visible in finite time, and this keeps spin loops finite; for the same reason
+a thread reads one stale store of a word at most :data:`STALE_REPEATS` (2) times in a row.
+Read-modify-writes always read the latest store (C11 guarantees it); seq_cst loads read the
+latest store too, which is stronger than C11 when seq_cst and weaker orders are mixed on one
+word. Fences are not modelled (the project has none), nor is out-of-thin-air reasoning: a
+load can only read a store that an execution has already made.
 
 Plain data (the arena's ``next`` links and side table, ring slots) is checked for races,
 as a vector-clock race detector does: a read must happen after the last write, and a write
@@ -46,6 +47,10 @@ from dataclasses import dataclass, field
 from seer.queues.atomic import ACQ_REL, ACQUIRE, RELEASE, SEQ_CST
 
 __all__ = ["DataRace", "Memory", "Store"]
+
+#: How many loads in a row may read one stale store of a word (C11's "stores become
+#: visible in finite time", made finite: a loop that re-reads a word sees it change).
+STALE_REPEATS = 2
 
 _ACQUIRES = frozenset({ACQUIRE, ACQ_REL, SEQ_CST})
 _RELEASES = frozenset({RELEASE, ACQ_REL, SEQ_CST})
@@ -110,6 +115,9 @@ class Memory:
         self.data: dict[object, _Data] = {}
         self.step = 0  # set by the scheduler: the step being run (0: set-up)
         self.writers: list[int] = []  # the thread of every store, in order (spin-waits)
+        # per thread: location -> (index of the stale store its last loads read, how many
+        # times in a row): a thread reads one stale store at most STALE_REPEATS times
+        self.repeats: list[dict[int, tuple[int, int]]] = [{} for _ in range(self.n)]
 
     # -- thread lifetime -------------------------------------------------------------------
     def start_workers(self) -> None:
@@ -153,6 +161,9 @@ class Memory:
             return [stores[-1]]
         clock = self.clocks[t]
         low = self.seen[t].get(loc, 0)
+        index, count = self.repeats[t].get(loc, (-1, 0))
+        if count >= STALE_REPEATS and index + 1 < len(stores):
+            low = max(low, index + 1)  # time passes: that store is not readable again
         for s in reversed(stores):
             if s.index <= low:
                 break
@@ -164,6 +175,12 @@ class Memory:
     def read(self, t: int, loc: int, store: Store, order: int) -> int:
         """``t`` loads ``store`` (one of :meth:`readable`) with ``order``."""
         self.seen[t][loc] = max(store.index, self.seen[t].get(loc, 0))
+        repeats = self.repeats[t]
+        if store.index == len(self.words[loc]) - 1:
+            repeats.pop(loc, None)
+        else:
+            index, count = repeats.get(loc, (-1, 0))
+            repeats[loc] = (store.index, count + 1 if index == store.index else 1)
         clock = self.clocks[t]
         if store.sync is not None and order in _ACQUIRES:
             _join(clock, store.sync)

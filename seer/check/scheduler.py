@@ -167,6 +167,7 @@ class Execution:
         self._step = 0
         self._running = -1
         self._yielded = [0] * workers  # len(memory.writers) when each thread last yielded
+        self._yield_step = [0] * workers  # len(transitions) then
 
     # -- the main thread -------------------------------------------------------------------
     def run(self, setup: Callable[[], Any], workers: tuple[Callable[[Any], Any], ...],
@@ -234,6 +235,10 @@ class Execution:
                     and all(w == t for w in writers[self._yielded[t]:])]
         if spinning and len(spinning) < len(enabled):
             enabled = [t for t in enabled if t not in spinning]
+        elif len(spinning) > 1:
+            # Everyone spins: the one that has waited longest goes (no choice, no
+            # preemption), so that each gets its turn to catch up with what was stored.
+            enabled = [min(spinning, key=lambda t: self._yield_step[t])]
         if not enabled:
             blocked = [t for t in range(self.n) if self.state[t] == "parked"]
             if blocked:
@@ -323,6 +328,7 @@ class Execution:
         self.pending[t] = op
         if op.kind == "yield":
             self._yielded[t] = len(self.memory.writers)
+            self._yield_step[t] = len(self.transitions)
         self.state[t] = "parked"
         if not self._started:
             self._parked.release()  # the main thread starts the next worker

@@ -52,3 +52,10 @@ def test_the_tutorials_plain_read_claimer_is_caught():
 def test_unknown_planted_bugs_are_refused():
     with pytest.raises(ValueError, match="no planted bug"):
         leq_check(bug="typo")
+
+
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_the_structure_passes_in_weak_memory_mode(name):
+    factory, _bug = CHECKS[name]
+    report = factory().run(weak=True)
+    assert report.failure is None and report.exhaustive
