@@ -39,14 +39,19 @@ def test_the_other_assignments_hand_out_every_item_once():
         assert report.failure is None and report.exhaustive
 
 
-def test_the_tutorials_plain_read_claimer_is_caught():
+def test_every_claimer_mistake_of_the_tutorial_is_caught():
     from examples.locality_steal import LocalitySteal
-    from examples.mistakes import PlainRead, buggy
+    from examples.mistakes import FullChunksOnly, Overlapping, PlainRead, buggy
 
     assert claims_check(LocalitySteal(), threads=2, items=6).run().failure is None
-    failure = claims_check(buggy(PlainRead), threads=2, items=6).run(raises=False).failure
-    assert failure is not None and "more than once" in failure.message
-    assert failure.preemptions == 1
+    found = {m.__name__: claims_check(buggy(m), threads=2, items=6).run(raises=False).failure
+             for m in (Overlapping, FullChunksOnly, PlainRead)}
+    assert "more than once" in found["Overlapping"].message
+    assert "never" in found["FullChunksOnly"].message and "[1, 3, 5] never" in \
+        found["FullChunksOnly"].message
+    # the race: right on one thread, found with one preemption (stress rarely hits it)
+    assert "more than once" in found["PlainRead"].message
+    assert found["PlainRead"].preemptions == 1
 
 
 def test_unknown_planted_bugs_are_refused():
