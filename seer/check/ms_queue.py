@@ -7,16 +7,32 @@ intakes, and state what the intake protocol (:mod:`seer.queues.protocol`) demand
 end: nothing lost, nothing duplicated, every record accounted for once.
 
 ==============  =============================================================  ==============
-check           what runs                                                      planted bug
+check           what runs                                                      planted bugs
 ==============  =============================================================  ==============
-``ms``          two producers send to entity 0 across two windows while its    ``plain-link``:
-                claimer merges it (window 1) and forwards what it got to       the link CAS as
-                entity 1 in the records it just freed (the old dummies), so    a load, then a
-                records are reused while a producer may hold a stale tail;     store
+``ms``          two producers send to entity 0 across two windows while its    ``plain-link``,
+                claimer merges it (window 1) and forwards what it got to       ``no-recheck``,
+                entity 1 in the records it just freed (the old dummies), so    ``relaxed-link``
+                records are reused while a producer may hold a stale tail;
                 window 2: producer 0 sends again, the claimer merges both
-``ms-reuse``    the same, with the tail re-check of the enqueue removed: the   (the check is
-                stale-tail ABA of MS, found only because records are reused    the bug)
 ==============  =============================================================  ==============
+
+The planted bugs change one operation of the unchanged :class:`~seer.queues.ms.MsWorker`
+through its accessor:
+
+* ``plain-link``: the link CAS of the enqueue as a load, a compare and a store. Two
+  producers that both saw the tail's NIL link both "succeed"; one record is lost, and
+  the claimer walks off the end of the list (1 preemption).
+* ``no-recheck``: the enqueue's re-read of ``Tail`` sees no change. A producer that read
+  ``Tail = d`` is preempted; the claimer dequeues past ``d``, frees it and reuses it to
+  forward an event to entity 1; the producer then CASes ``d``'s fresh NIL link and its
+  event lands in entity 1's queue: MS's stale-tail ABA (1 preemption).
+* ``relaxed-link``: the producers' link CAS with a relaxed order instead of release. Every
+  schedule still delivers every event (on x86 it would always work), but the claimer
+  reads the record's side-table slot with nothing ordering the sender's write before
+  it: the explorer's race check reports a data race on ``ev_side`` (1 preemption).
+
+Bounds: every schedule with at most 1 preemption (670 schedules, about 1.5 s); with 2
+(``ms_check().run(preemptions=2)``) 21,372 schedules, about 50 s, also pass.
 
 ``python -c "from seer.check.ms_queue import run_all; run_all(progress=print)"`` runs them.
 """
@@ -35,7 +51,7 @@ from seer.queues.ms import MsIntakes, MsWorker
 
 __all__ = ["CHECKS", "ms_check", "run_all"]
 
-BUGS = ("plain-link", "no-recheck")
+BUGS = ("plain-link", "no-recheck", "relaxed-link")
 
 
 class _PlainLinkAccessor:
@@ -73,14 +89,12 @@ class _NoRecheckAccessor(_PlainLinkAccessor):
     reused meanwhile."""
 
     def __init__(self, acc: Any, n: int) -> None:
-        super().__init__(acc, 1 << 62)
+        super().__init__(acc, 1 << 62)  # every CAS the real one
         self._n = n
         self._last: dict[int, int] = {}
+        self.fn_load = self._load_tail
 
-    def fn_cas(self, i: int, arg: int, desired: int, order: int, failure: int) -> bool:
-        return self._acc.fn_cas(i, arg, desired, order, failure)
-
-    def fn_load(self, i: int, order: int, result: int) -> None:
+    def _load_tail(self, i: int, order: int, result: int) -> None:
         s = self._s
         if self._n <= i < 2 * self._n and order == RELAXED and i in self._last:
             s[result] = self._last.pop(i)  # BUG: the re-check sees no change
@@ -88,6 +102,21 @@ class _NoRecheckAccessor(_PlainLinkAccessor):
         self._acc.fn_load(i, order, result)
         if self._n <= i < 2 * self._n and order == ACQUIRE:
             self._last[i] = s[result]
+
+
+class _RelaxedLinkAccessor(_PlainLinkAccessor):
+    """A planted bug: the link CAS (words ``>= first_link``) with a *relaxed* success
+    order in place of release, so it publishes nothing: the claimer reads the record's
+    side-table slot with no happens-before from the sender's write (a data race)."""
+
+    def __init__(self, acc: Any, first_link: int) -> None:
+        super().__init__(acc, first_link)
+        self.fn_cas = self._relaxed_cas
+
+    def _relaxed_cas(self, i: int, arg: int, desired: int, order: int, failure: int) -> bool:
+        if i >= self._first:
+            order = RELAXED  # BUG: the link must be a release
+        return self._acc.fn_cas(i, arg, desired, order, failure)
 
 
 def _ev(tau: float, seq: int, target: int) -> Any:
@@ -119,6 +148,8 @@ def ms_check(*, producers: int = 2, bug: str | None = None) -> Check:
                 acc = self.q.words.accessor()
                 if bug == "plain-link":
                     acc = _PlainLinkAccessor(acc, 2 * self.q.n_entities)
+                elif bug == "relaxed-link" and i < producers:
+                    acc = _RelaxedLinkAccessor(acc, 2 * self.q.n_entities)
                 elif bug == "no-recheck" and i < producers:
                     acc = _NoRecheckAccessor(acc, self.q.n_entities)
                 self.workers.append(MsWorker(self.q, slab, acc))
@@ -180,9 +211,9 @@ def ms_check(*, producers: int = 2, bug: str | None = None) -> Check:
 
     return Check(f"ms{'/' + bug if bug else ''}", State,
                  (*(producer(i) for i in range(producers)), claimer), invariant,
-                 {"preemptions": 2},
+                 {"preemptions": 1},
                  f"{producers} producers, 1 claimer forwarding to a 2nd entity, 2 windows; "
-                 "every schedule with <= 2 preemptions")
+                 "every schedule with <= 1 preemption")
 
 
 #: name -> (check factory, its planted bugs)

@@ -10,6 +10,8 @@
                   ``e % threads`` (:class:`StaticRuntime`)
 ``static-block``  the same machinery, assignment ``block``: contiguous id blocks per thread,
                   ROSS's linear mapping (:class:`StaticBlockRuntime`)
+``seer-ms``       ``seer`` with Michael-Scott queue intakes in place of the Treiber stacks
+                  (:class:`SeerMsRuntime`; ``docs/queues.md``)
 ``global``        one locked global event heap (:class:`GlobalQueueRuntime`)
 ``executor``      ThreadPoolExecutor.map per window (:class:`ExecutorRuntime`)
 ``optimistic``    Time Warp (ROOT-Sim-like): entities bound to threads, rollbacks,
@@ -27,7 +29,8 @@ The hierarchy::
             ├── DualQueueRuntime    sched/dual_queue.py  LEQs + PEL + pool; an Assignment
             │   ├── SeerRuntime         assignment "steal"
             │   ├── StaticRuntime       assignment "round-robin"
-            │   └── StaticBlockRuntime  assignment "block"
+            │   ├── StaticBlockRuntime  assignment "block"
+            │   └── SeerMsRuntime       "steal", queues "ms" (seer.queues.ms)
             └── ExecutorRuntime     sched/executor.py
 """
 
@@ -42,6 +45,7 @@ from seer.runtime import Runtime
 from seer.sched.assignment import ASSIGNMENTS, Assignment
 from seer.sched.dual_queue import (
     DualQueueRuntime,
+    SeerMsRuntime,
     SeerRuntime,
     StaticBlockRuntime,
     StaticRuntime,
@@ -63,6 +67,7 @@ __all__ = [
     "ExecutorRuntime",
     "GlobalQueueRuntime",
     "OptimisticRuntime",
+    "SeerMsRuntime",
     "SeerRuntime",
     "StaticBlockRuntime",
     "StaticRuntime",
@@ -80,7 +85,7 @@ __all__ = [
 #: Runtime name -> class, for :func:`make_runtime`.
 RUNTIMES: dict[str, type[Runtime]] = {
     cls.name: cls
-    for cls in (SerialRuntime, SeerRuntime, StaticRuntime, StaticBlockRuntime,
+    for cls in (SerialRuntime, SeerRuntime, StaticRuntime, StaticBlockRuntime, SeerMsRuntime,
                 GlobalQueueRuntime, ExecutorRuntime, OptimisticRuntime)
 }
 

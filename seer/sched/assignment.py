@@ -8,7 +8,9 @@ so an assignment is only two decisions (``docs/design.md``, "Assignment strategi
   one *home segment* per thread;
 * :meth:`Assignment.claimer`: the per-thread claim handle that hands out ``(start, stop)``
   ranges of PEL items to run (``reset(segments)`` at the start of each window, ``claim()``
-  until it returns None, and ``claims``/``steals`` counters).
+  until it returns None, and ``claims``/``steals`` counters, which the runtime adds to
+  ``WorkerStats`` after every window and sets back to 0; optionally a ``misses`` counter
+  of claim attempts that came back empty, handled the same way: the claimers' contention).
 
 Three strategies ship:
 
@@ -39,7 +41,10 @@ __all__ = ["ASSIGNMENTS", "Assignment", "Block", "Claimer", "RoundRobin", "Steal
 
 
 class Claimer(Protocol):
-    """A thread's claim handle on the PEL (see the module docstring)."""
+    """A thread's claim handle on the PEL (see the module docstring). ``claims``: chunks
+    handed out; ``steals``: those from another thread's home segment. A claimer may also
+    have ``misses``: atomic claim attempts that came back empty because other threads had
+    taken the segment's last items (``WorkerStats.claim_misses``)."""
 
     claims: int
     steals: int

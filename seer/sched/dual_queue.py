@@ -18,7 +18,10 @@ next window.
 The runtimes are this one class with three strategies: ``seer`` (:class:`SeerRuntime`,
 home segments + guided steals), ``static`` (:class:`StaticRuntime`, round-robin binding)
 and ``static-block`` (:class:`StaticBlockRuntime`, block binding). They share every line
-but the strategy, so a change to the machinery changes all three alike.
+but the strategy, so a change to the machinery changes all three alike. The intakes are
+built by a factory through the protocol of :mod:`seer.queues.protocol` (``queues=``):
+Treiber stacks by default, Michael-Scott queues in ``seer-ms`` (:class:`SeerMsRuntime`;
+``docs/queues.md``).
 
 A window with a single ready entity, or a runtime with one thread, runs inline on the
 caller (no wake-up to pay for).
@@ -44,11 +47,11 @@ from seer.queues import (
     NIL,
     BufferLayout,
     EventArena,
-    LeqWorker,
-    LocalEventQueues,
     ParallelExecutiveList,
     PelClaimer,
 )
+from seer.queues.ms import MsQueues
+from seer.queues.protocol import IntakeWorker, QueueFactory, get_queues
 from seer.runtime import ActionBatch, StepResult, step_limit_error
 from seer.sched.assignment import Assignment, Claimer, get_assignment
 from seer.sched.calendar import CalendarBatch
@@ -57,7 +60,8 @@ from seer.sched.threaded import MAX_THREADS
 from seer.sched.windows import WindowedRuntime
 from seer.trace import Trace
 
-__all__ = ["DualQueueRuntime", "SeerRuntime", "StaticBlockRuntime", "StaticRuntime"]
+__all__ = ["DualQueueRuntime", "SeerMsRuntime", "SeerRuntime", "StaticBlockRuntime",
+           "StaticRuntime"]
 
 _ns = time.perf_counter_ns
 _heappush = heapq.heappush
@@ -92,12 +96,13 @@ class WindowWorker:
     views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
     and :meth:`run_merged` loads every shared container once per chunk, not per event."""
 
-    __slots__ = ("actions", "cal", "calendars", "claimer", "contexts", "cur", "events",
-                 "failure", "failure_key", "handlers", "heads", "heaps", "leq", "limit",
-                 "outbox", "output_claimer", "overflow", "push", "runtime_limit_error",
-                 "sealed", "send_all", "slab", "snapshot", "state", "stats")
+    __slots__ = ("actions", "cal", "calendars", "claimer", "contexts", "count_misses", "cur",
+                 "events", "failure", "failure_key", "handlers", "heads", "heaps", "leq",
+                 "limit", "outbox", "output_claimer", "overflow", "push",
+                 "runtime_limit_error", "sealed", "send_all", "slab", "snapshot", "state",
+                 "stats")
 
-    def __init__(self, leq: LeqWorker, claimer: Claimer, output_claimer: PelClaimer,
+    def __init__(self, leq: IntakeWorker, claimer: Claimer, output_claimer: PelClaimer,
                  stats: WorkerStats, contexts: list, handlers: tuple,
                  views: tuple[StateArrays, StateArrays], limit: int,
                  limit_error: Callable[[int, Event, str], Exception],
@@ -115,6 +120,8 @@ class WindowWorker:
         self.slab = leq.slab
         self.send_all = leq.send_all  # the cross-event path: records + CAS pushes
         self.claimer = claimer  # the assignment's claimer (windows)
+        # Claimers may count the claim attempts that came back empty (Claimer.misses).
+        self.count_misses = hasattr(claimer, "misses")
         self.output_claimer = output_claimer  # plain guided claims (outputs)
         self.stats = stats
         self.cal = CalendarBatch()
@@ -295,8 +302,14 @@ class WindowWorker:
         self.events = 0
         stats.cas_retries += self.leq.cas_retries
         self.leq.cas_retries = 0
-        stats.steals += self.claimer.steals
-        self.claimer.steals = 0
+        claimer = self.claimer
+        stats.claims += claimer.claims
+        claimer.claims = 0
+        stats.steals += claimer.steals
+        claimer.steals = 0
+        if self.count_misses:
+            stats.claim_misses += claimer.misses
+            claimer.misses = 0
 
     def take_failure(self) -> BaseException | None:
         """This window's recorded failure (cleared)."""
@@ -344,7 +357,10 @@ class TracingWindowWorker(WindowWorker):
 class DualQueueRuntime(WindowedRuntime):
     """Windows on ``threads`` OS threads (the caller is one) over LEQs + PEL, with the work
     assignment ``assignment`` (a name from :data:`seer.sched.assignment.ASSIGNMENTS` or an
-    :class:`~seer.sched.assignment.Assignment`).
+    :class:`~seer.sched.assignment.Assignment`) and the intakes ``queues`` (a name from
+    :data:`seer.queues.protocol.QUEUES` or a :class:`~seer.queues.protocol.QueueFactory`;
+    default the class's ``default_queues``, ``"treiber"``): what the runtime calls on
+    them, and what they must guarantee, is :mod:`seer.queues.protocol`.
 
     ``arena_capacity``: event records for cross-entity events in flight (default
     ``max(8192, 8 * n_entities)`` plus slab slack). ``atomics_path``: "fast" or "public"
@@ -357,29 +373,38 @@ class DualQueueRuntime(WindowedRuntime):
     name = "dual-queue"
     #: The assignment used when none is given.
     default_assignment: ClassVar[str] = "steal"
+    #: The intakes used when none are given (:mod:`seer.queues.protocol`).
+    default_queues: ClassVar[str | type[QueueFactory]] = "treiber"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
                  max_events_per_step: int | None = None, trace: bool | Any = False,
                  assignment: str | Assignment | None = None,
+                 queues: str | QueueFactory | None = None,
                  arena_capacity: int | None = None, atomics_path: str | None = None,
                  spin_us: float = 50.0, hot_spin_us: float = 1000.0) -> None:
         self.assignment = get_assignment(assignment or self.default_assignment)
+        default = self.default_queues
+        self.queues = get_queues(queues or (default() if isinstance(default, type)
+                                            else default))
         super().__init__(model, threads=threads, debug=debug,
                          max_events_per_step=max_events_per_step, trace=trace)
         n = self.spec.n_entities
         batch = 64
-        capacity = (arena_capacity or max(8192, 8 * n)) + 2 * batch * self._threads
+        capacity = ((arena_capacity or max(8192, 8 * n)) + 2 * batch * self._threads
+                    + self.queues.reserved_records(n))
         layout = BufferLayout()
         arena_regions = EventArena.plan(layout, capacity)
-        heads = LocalEventQueues.plan(layout, n, epochs=2)
+        intake_regions = self.queues.plan(layout, n, capacity)
         pel_regions = ParallelExecutiveList.plan(layout, n, segments=MAX_THREADS)
         self._buffer = layout.allocate()
         self._arena = EventArena(capacity, self._buffer, arena_regions, n_slabs=MAX_THREADS,
                                  batch=batch)
         # The LEQs' private layer is the runtime's per-entity heaps: events placed by the
-        # coordinator and events merged from intakes meet in one heap.
-        self._leqs = LocalEventQueues(n, self._arena, self._buffer, heads, heaps=self._heaps,
-                                      epochs=2)
+        # coordinator and events merged from intakes meet in one heap. The intakes come
+        # from the factory (seer.queues.protocol); their workers' methods are bound once
+        # per thread (WindowWorker), so the factory costs nothing per event.
+        self._leqs = self.queues.build(n, self._arena, self._buffer, intake_regions,
+                                       self._heaps)
         self._epoch = 0  # windows run since the LEQs were last emptied (their epoch)
         # entity -> its index in the step's ActionBatch while its action waits for the
         # entity's claimer in the step's first window (-1: none waits)
@@ -400,7 +425,8 @@ class DualQueueRuntime(WindowedRuntime):
             raise
 
     def stats_labels(self) -> dict[str, str]:
-        return {"runtime": self.name, "assignment": self.assignment.name}
+        return {"runtime": self.name, "assignment": self.assignment.name,
+                "queues": self.queues.name}
 
     # -- set-up ---------------------------------------------------------------------------
     def _make_workers(self) -> None:
@@ -561,7 +587,10 @@ class DualQueueRuntime(WindowedRuntime):
                 failures = f = None  # no exception -> frame -> exception cycle
 
     def _trace_window(self, start: int, ready: int, bound: tuple[float, int]) -> None:
-        """The window's slice on the caller's track and each thread's barrier wait."""
+        """The window's slice on the caller's track, each thread's barrier wait, and its
+        contention in the window (before :meth:`_collect` moves it into the stats): the
+        counters ``cas retries`` (the intakes') and ``claim misses`` (the claimer's, for
+        claimers that count them; ``WorkerStats``)."""
         end = _ns()
         trace = self.trace
         trace.slice(0, "window", start, end, ready=ready, bound=bound)
@@ -569,6 +598,9 @@ class DualQueueRuntime(WindowedRuntime):
             if start <= w.task_end < end:
                 trace.slice(index, "wait", w.task_end, end)
             w.task_end = 0
+            trace.counter(index, "cas retries", w.leq.cas_retries)
+            if w.count_misses:
+                trace.counter(index, "claim misses", w.claimer.misses)
 
     def _collect(self) -> None:
         for w in self._workers:
@@ -592,8 +624,10 @@ class DualQueueRuntime(WindowedRuntime):
                     return
                 start, stop = chunk
                 if trace is not None:
+                    # misses: this window's empty claim attempts so far (WorkerStats)
                     trace.instant(index, "steal" if claimer.steals > steals else "claim",
-                                  start=start, stop=stop)
+                                  start=start, stop=stop,
+                                  **({"misses": claimer.misses} if w.count_misses else {}))
                 run(items[start:stop].tolist(), bound)
         except BaseException:
             self._abort = True  # Ctrl-C (handler errors are recorded, not raised)
@@ -659,3 +693,11 @@ class StaticBlockRuntime(DualQueueRuntime):
 
     name = "static-block"
     default_assignment = "block"
+
+
+class SeerMsRuntime(SeerRuntime):
+    """``seer-ms``: SEER with Michael-Scott queue intakes (:mod:`seer.queues.ms`) in place of
+    the Treiber stacks: the worked example of swapping the intakes (``docs/queues.md``)."""
+
+    name = "seer-ms"
+    default_queues = MsQueues

@@ -46,17 +46,38 @@ __all__ = ["WorkerPool", "WorkerStats"]
 class WorkerStats:
     """Per-thread counters since the last :meth:`WorkerPool.reset_stats`.
 
-    ``events``, ``entities``, ``cas_retries``, ``steals`` (chunks of ready entities
-    taken from another thread's home segment) and ``arena_full`` (cross-entity events
-    that found no free arena record and were placed by the coordinator instead) are
-    filled in by the runtime;
+    Filled in by the runtime (the windowed dual-queue runtimes; others leave them 0):
+
+    * ``events``, ``entities``: events run, and entity runs (one per claimed entity and
+      window);
+    * ``claims``: chunks of ready entities this thread claimed from the PEL (each one
+      ``fetch_add``, or none for the static strategies' own segments);
+    * ``steals``: those of the claims taken from another thread's home segment;
+    * ``claim_misses``: the claimers' contention: claim attempts (atomic fetch-adds)
+      that came back empty because other threads had taken the segment's last items
+      first. The PEL's claimers never retry a claim (one ``fetch_add`` per chunk, which
+      cannot fail), so a lost race shows up as a miss, not as a retry. Counted by claimers
+      that keep a ``misses`` counter (see :class:`seer.sched.assignment.Claimer`); 0 for
+      those that do not (the PEL's own claimers do not count them yet);
+    * ``cas_retries``: the intakes' contention: compare-exchanges (and other atomic
+      attempts) that had to go round again while sending cross-entity events to another
+      entity's intake or merging one (``IntakeWorker.cas_retries``,
+      :mod:`seer.queues.protocol`): for the Treiber intakes, a push CAS that found a new
+      top; for the MS intakes, a lost link or head CAS, a tail that moved, a lagging tail
+      helped on;
+    * ``arena_full``: cross-entity events that found no free arena record and were placed
+      by the coordinator instead.
+
     ``busy_s``/``idle_s`` are wall time inside / waiting between tasks; ``cpu_s`` is the
-    thread's CPU time inside tasks; ``tasks`` counts tasks run."""
+    thread's CPU time inside tasks; ``tasks`` counts tasks run. Traces show the same
+    contention per window and thread (``docs/queues.md``, "Contention")."""
 
     events: int = 0
     entities: int = 0
     cas_retries: int = 0
+    claims: int = 0
     steals: int = 0
+    claim_misses: int = 0
     arena_full: int = 0
     tasks: int = 0
     busy_s: float = 0.0

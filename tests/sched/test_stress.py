@@ -131,8 +131,8 @@ def test_contract_errors_surface_from_worker_threads():
 def test_factory_and_argument_errors():
     model = RandomModel(5)
     with pytest.raises(seer.ModelError, match=r"unknown runtime 'fast'; choose one of "
-                       r"\['executor', 'global', 'optimistic', 'seer', 'serial', 'static', "
-                       r"'static-block'\]"):
+                       r"\['executor', 'global', 'optimistic', 'seer', 'seer-ms', 'serial', "
+                       r"'static', 'static-block'\]"):
         seer.make_runtime(model, "fast")
     with pytest.raises(seer.ModelError, match=r"threads must be an int in 1\.\.256, got 0"):
         seer.make_runtime(model, "seer", threads=0)
