@@ -157,10 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     from seer.benchmark import add_subcommand as add_bench
     from seer.check.cli import add_subcommand as add_check
     from seer.stpa.cli import add_parser as add_stpa
+    from seer.verify import add_subcommand as add_verify
 
     add_bench(sub)
     add_check(sub)
     add_stpa(sub)
+    add_verify(sub)
     return parser
 
 

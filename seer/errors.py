@@ -21,6 +21,7 @@ __all__ = [
     "PendingEventsError",
     "RuntimeStateError",
     "SeerError",
+    "SharedStateError",
     "StepLimitError",
     "UnknownKindError",
     "UnknownTargetError",
@@ -98,6 +99,14 @@ class UnknownKindError(ContractError):
 
 class IsolationError(ContractError):
     """A handler wrote to state rows of another entity (found in debug mode only)."""
+
+
+class SharedStateError(ContractError):
+    """A handler changed state outside the rows during a step: an attribute of the model
+    (or an array, list, dict or set it holds) or a mutable global of the model's module
+    (found in debug mode only). ``attribute`` names it (``"model.scratch"``,
+    ``"mymodule.CACHE"``). Every thread of a parallel runtime sees that one object, so such
+    writes race and parallel results differ from serial ones."""
 
 
 class HandlerError(SeerError):

@@ -27,6 +27,7 @@ import bisect
 import inspect
 import math
 import operator
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,7 @@ __all__ = ["Context", "EntityGroups", "FieldSpec", "Model", "ModelSpec", "StateA
 # A code constant, so immortal on free-threaded CPython: math.inf is an ordinary float,
 # and two threads emitting at once would contend on its reference count.
 _INF = 1e999
+_scratch = threading.local()  # .buffers: (name, shape, dtype) -> this thread's ndarray
 _ndarray = np.ndarray
 _tuple_new = tuple.__new__
 _index = operator.index
@@ -553,7 +555,8 @@ class Context:
     handled), ``model``.
 
     Only the thread that currently runs the entity touches its context, so none of these
-    attributes is shared mutable state between threads.
+    attributes is shared mutable state between threads. Scratch space that a handler
+    needs is :meth:`scratch`: a buffer of the calling thread, never a model attribute.
     """
 
     __slots__ = (
@@ -654,6 +657,40 @@ class Context:
         if payload.__class__ is _ndarray and payload.base is not None:
             self._check_view_payload(payload, target, kind)
         push(_tuple_new(Event, (tau, seq, target, k, payload)))
+
+    def scratch(self, name: str, shape: int | tuple[int, ...],
+                dtype: Any = np.float64) -> np.ndarray:
+        """A numpy buffer of ``shape`` and ``dtype`` owned by the calling thread, for scratch
+        space inside one handler call (``out=`` arguments, temporaries).
+
+        The buffer is made on the first call with that ``(name, shape, dtype)`` on a thread
+        and the same one is returned afterwards (no allocation per call), to every entity's
+        handlers on that thread; two threads never get the same buffer. Its contents are
+        undefined when you get it (another entity's handler used it last): write before you
+        read, and keep nothing in it across calls. Do not emit it or store it (in a row, on
+        the model, in a payload): copy what must outlive the call. A buffer kept on the
+        model instead (``self.buf``) is shared by every thread and races on a parallel
+        runtime; debug mode (``SerialRuntime(model, debug=True)``, ``seer verify``)
+        reports it."""
+        key = (name, shape, dtype)
+        try:
+            buffers = _scratch.buffers
+        except AttributeError:
+            buffers = _scratch.buffers = {}
+        try:
+            return buffers[key]
+        except KeyError:
+            pass
+        except TypeError:
+            raise ModelError(f"ctx.scratch({name!r}, {shape!r}, {dtype!r}): name, shape and "
+                             "dtype must be hashable (a str, an int or tuple of ints, a "
+                             "numpy dtype)") from None
+        try:
+            buffer = np.empty(shape, dtype)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"ctx.scratch({name!r}, {shape!r}, {dtype!r}): {exc}") from None
+        buffers[key] = buffer
+        return buffer
 
     # -- slow paths ---------------------------------------------------------------------
     def _error(self, cls: type, message: str, **details: Any) -> Exception:

@@ -6,6 +6,9 @@
 * :func:`assert_equivalent`: run a runtime and the serial oracle side by side and demand
   bit-identical state and outputs after every step.
 * :func:`random_models`: a hypothesis strategy of :class:`RandomModel`.
+* :func:`verify`: a model on serial in debug mode (every contract check on), then on each
+  parallel runtime side by side with it; a :class:`VerifyReport` with the first divergence
+  (``seer verify`` on the command line).
 
 The handler-cost knob lives in :mod:`seer.busywork`; the benchmark models in
 :mod:`workloads.synthetic`.
@@ -14,24 +17,29 @@ The handler-cost knob lives in :mod:`seer.busywork`; the benchmark models in
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from seer.busywork import BusyWork
-from seer.errors import ModelError
+from seer.errors import ModelError, SeerError
 from seer.events import seq_origin
 from seer.model import Context, Model, StateArrays
 from seer.runtime import Runtime, StepResult
 from seer.serial import SerialRuntime
 
 __all__ = [
+    "Divergence",
     "RandomModel",
+    "VerifyReport",
     "assert_equivalent",
     "assert_outputs_identical",
     "assert_states_identical",
     "random_models",
+    "verify",
 ]
 
 _MASK64 = (1 << 64) - 1
@@ -319,3 +327,267 @@ def assert_equivalent(runtime_factory: Callable[[Model], Runtime], model: Model,
         finally:
             reference.close()
             candidate.close()
+
+
+# -- verify: serial in debug mode, then every parallel runtime beside it -----------------------
+@dataclass
+class Divergence:
+    """Where a runtime first stopped giving serial's results: ``step`` (0-based index of
+    the step, None: after reset), ``what`` (``"state"``, ``"outputs"``, ``"events"`` or
+    ``"error"``: the runtime raised), the ``field`` and ``entity`` for state (the output
+    name and agent position for outputs), and both values."""
+
+    runtime: str
+    seed: int
+    step: int | None
+    what: str
+    field: str | None = None
+    entity: int | None = None
+    expected: Any = None
+    actual: Any = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        when = "after reset" if self.step is None else f"step {self.step}"
+        text = f"{self.runtime} diverged from serial at {when} (seed {self.seed}): "
+        if self.what == "state":
+            text += (f"field {self.field!r} of entity {self.entity}: serial {self.expected!r}, "
+                     f"{self.runtime} {self.actual!r}")
+        elif self.what == "outputs":
+            text += (f"output {self.field!r} of agent position {self.entity}: serial "
+                     f"{self.expected!r}, {self.runtime} {self.actual!r}")
+        elif self.what == "events":
+            text += f"events run: serial {self.expected}, {self.runtime} {self.actual}"
+        else:
+            text += self.message
+        return text
+
+
+@dataclass
+class VerifyReport:
+    """What :func:`verify` found. ``ok``: serial's debug run broke no contract and every
+    runtime matched it. ``contract_error``: what the debug run raised (then no parallel
+    runtime ran). ``results``: runtime label -> its first :class:`Divergence`, or None
+    when it matched; ``skipped``: label -> why the runtime refused the model."""
+
+    model: str
+    steps: int
+    seeds: tuple[int, ...]
+    events: int = 0
+    contract_error: BaseException | None = None
+    results: dict[str, Divergence | None] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.contract_error is None and all(d is None for d in self.results.values())
+
+    @property
+    def first(self) -> Divergence | None:
+        """The earliest divergence (by seed, then step; ties: the runtimes' order)."""
+        found = [d for d in self.results.values() if d is not None]
+        if not found:
+            return None
+        return min(found, key=lambda d: (self.seeds.index(d.seed),
+                                         -1 if d.step is None else d.step))
+
+    def lines(self) -> list[str]:
+        head = (f"{self.model}: {self.steps} step(s), seed(s) "
+                f"{', '.join(map(str, self.seeds))}")
+        if self.contract_error is not None:
+            err = self.contract_error
+            return [head, f"FAILED on serial with every contract check on (debug mode): "
+                          f"{type(err).__name__}: {err}"]
+        out = [head + f", {self.events} events on serial in debug mode: no contract broken"]
+        for label, d in self.results.items():
+            out.append(f"  {label:<18} " + ("identical to serial" if d is None else
+                                           f"DIVERGED: {d}"))
+        for label, why in self.skipped.items():
+            out.append(f"  {label:<18} skipped: {why}")
+        first = self.first
+        if first is not None:
+            out.append(f"FIRST DIVERGENCE: {first}")
+        elif self.results:
+            out.append(f"OK: all {len(self.results)} runtime(s) gave serial's results bit for "
+                       "bit")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _runtime_factory(label: str) -> tuple[str, Callable[[Model], Runtime]]:
+    """``"seer(2)"``/``"seer:2"``/``"seer"`` -> (its label, a factory) through the runtime
+    registry (:func:`seer.make_runtime`)."""
+    import re
+
+    match = re.fullmatch(r"\s*([A-Za-z_][\w.-]*)\s*(?:[(:]\s*(\d+)\s*\)?)?\s*", label)
+    if match is None:
+        raise ModelError(f"runtime {label!r} is not 'kind', 'kind(threads)' or "
+                         "'kind:threads'")
+    kind, threads = match[1], int(match[2] or 1)
+    make_runtime, runtimes = _registry()
+    if kind not in runtimes:
+        raise ModelError(f"unknown runtime {kind!r} in {label!r}; registered runtimes: "
+                         f"{', '.join(sorted(runtimes))}")
+    if threads < 1:
+        raise ModelError(f"runtime {label!r}: threads must be >= 1")
+    name = "serial" if kind == "serial" else f"{kind}({threads})"
+    return name, lambda model: make_runtime(model, kind, threads=threads)
+
+
+def _registry() -> tuple[Callable[..., Runtime], Mapping[str, type]]:
+    """``seer.make_runtime`` and ``seer.sched.RUNTIMES``. This module is in the layer the
+    runtimes build on, so it does not import them: ``import seer`` (which runs before any
+    of seer's modules can be imported) has loaded them already."""
+    sched = sys.modules.get("seer.sched")
+    if sched is None:  # pragma: no cover - import seer always loads it
+        raise ModelError("no runtime registry loaded: import seer first")
+    return sched.make_runtime, sched.RUNTIMES
+
+
+def default_runtimes(threads: int = 3) -> list[str]:
+    """Every registered runtime but serial at 2..``threads`` threads (1 when ``threads``
+    is 1), as labels."""
+    _make, runtimes = _registry()
+    counts = range(2, threads + 1) if threads >= 2 else range(1, 2)
+    return [f"{kind}({t})" for kind in runtimes if kind != "serial" for t in counts]
+
+
+def _state_divergence(expected: Mapping[str, np.ndarray], actual: Runtime, label: str,
+                      seed: int, step: int | None) -> Divergence | None:
+    for name, e in expected.items():
+        a = actual.state[name]
+        if e.dtype != a.dtype or e.shape != a.shape:
+            return Divergence(label, seed, step, "state", name, None, f"{e.dtype}{e.shape}",
+                              f"{a.dtype}{a.shape}")
+        eb = e.reshape(len(e), -1).view(np.uint8)
+        ab = a.reshape(len(a), -1).view(np.uint8)
+        if not np.array_equal(eb, ab):
+            i = int(np.flatnonzero((eb != ab).any(axis=1))[0])
+            return Divergence(label, seed, step, "state", name, i, e[i].copy(), a[i].copy())
+    return None
+
+
+def _outputs_divergence(expected: StepResult, actual: StepResult, label: str, seed: int,
+                        step: int | None) -> Divergence | None:
+    for name in ("rewards", "terminations", "truncations", "observations", "infos"):
+        e, a = getattr(expected, name), getattr(actual, name)
+        if len(e) != len(a):
+            return Divergence(label, seed, step, "outputs", name, None, f"{len(e)} entries",
+                              f"{len(a)} entries")
+        for i in range(len(e)):
+            if not _identical(e[i], a[i]):
+                return Divergence(label, seed, step, "outputs", name, i, e[i], a[i])
+    return None
+
+
+def verify(model_or_factory: Model | Callable[[], Model],
+           runtimes: Iterable[str | tuple[str, Callable[[Model], Runtime]]] | None = None, *,
+           threads: int = 3, steps: int = 10, seeds: Sequence[int] = (0,),
+           actions: Callable[[int], Any] | None = None,
+           max_events_per_step: int | None = None) -> VerifyReport:
+    """Check that a model keeps the event contract and gets serial's results everywhere.
+
+    First runs the model on :class:`SerialRuntime` with ``debug=True`` (every contract
+    check on, the shared-state check among them) for ``steps`` steps from each seed; a
+    :class:`~seer.SeerError` there ends the check (``report.contract_error``). Then runs
+    each runtime of ``runtimes`` (labels such as ``"seer(2)"``, or ``(label, factory)``
+    pairs; default :func:`default_runtimes` of ``threads``) on the same seeds and actions
+    and compares state, outputs and events run with serial's after reset and after every
+    step, bit for bit, stopping each runtime at its first :class:`Divergence`. A runtime
+    that refuses the model when built (:class:`~seer.ModelError`) is ``skipped``.
+
+    ``model_or_factory``: a model, or a callable that makes one (each runtime then gets a
+    fresh model). ``actions(step)``: the joint action of each step; by default the model's
+    ``sample_actions`` when it has one. Bad arguments raise :class:`~seer.ModelError`
+    before anything runs.
+    """
+    if isinstance(model_or_factory, Model):
+        model = model_or_factory
+        factory: Callable[[], Model] = lambda: model  # noqa: E731 - one shared model
+    elif callable(model_or_factory):
+        factory = model_or_factory
+        model = factory()
+        if not isinstance(model, Model):
+            raise ModelError(f"verify: the factory made a {type(model).__name__}, not a "
+                             "seer.Model")
+    else:
+        raise ModelError(f"verify needs a seer.Model or a callable that makes one, got "
+                         f"{type(model_or_factory).__name__}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ModelError(f"verify: steps must be an int >= 1, got {steps!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ModelError(f"verify: threads must be an int >= 1, got {threads!r}")
+    seeds = tuple(seeds)
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                            for s in seeds):
+        raise ModelError(f"verify: seeds must be non-negative ints, got {seeds!r}")
+    chosen = default_runtimes(threads) if runtimes is None else list(runtimes)
+    candidates = [_runtime_factory(r) if isinstance(r, str) else (str(r[0]), r[1])
+                  for r in chosen]
+    if actions is None:
+        sample = getattr(model, "sample_actions", None)
+        actions = sample if callable(sample) else (lambda step: None)
+    joint = [actions(t) for t in range(steps)]
+    report = VerifyReport(getattr(model, "name", type(model).__name__), steps, seeds)
+
+    # 1. serial, every check on: the reference trajectory of each seed.
+    reference: dict[int, list[tuple[StepResult, dict[str, np.ndarray], int]]] = {}
+    for seed in seeds:
+        rt = SerialRuntime(model, debug=True, max_events_per_step=max_events_per_step)
+        try:
+            out = rt.reset(seed)
+            record = [(out, {k: rt.state[k].copy() for k in rt.state.names}, rt.events_run)]
+            for t in range(steps):
+                out = rt.step(joint[t])
+                record.append((out, {k: rt.state[k].copy() for k in rt.state.names},
+                               rt.events_run))
+        except SeerError as exc:
+            report.contract_error = exc
+            return report
+        finally:
+            rt.close()
+        reference[seed] = record
+        report.events += record[-1][2]
+
+    # 2. every runtime beside it.
+    for label, make in candidates:
+        report.results[label] = None
+        for seed in seeds:
+            try:
+                candidate = make(factory())
+            except ModelError as exc:
+                del report.results[label]
+                report.skipped[label] = f"{type(exc).__name__}: {exc}"
+                break
+            try:
+                found = _compare_run(candidate, reference[seed], joint, label, seed)
+            finally:
+                candidate.close()
+            if found is not None:
+                report.results[label] = found
+                break
+    return report
+
+
+def _compare_run(candidate: Runtime, record: list, joint: list, label: str,
+                 seed: int) -> Divergence | None:
+    step: int | None = None
+    try:
+        out = candidate.reset(seed)
+        for t, (expected, state, events) in enumerate(record):
+            step = None if t == 0 else t - 1
+            if t:
+                out = candidate.step(joint[t - 1])
+            found = (_state_divergence(state, candidate, label, seed, step)
+                     or _outputs_divergence(expected, out, label, seed, step))
+            if found is None and candidate.events_run != events:
+                found = Divergence(label, seed, step, "events", None, None, events,
+                                   candidate.events_run)
+            if found is not None:
+                return found
+    except Exception as exc:
+        return Divergence(label, seed, step, "error",
+                          message=f"raised {type(exc).__name__}: {exc}")
+    return None
