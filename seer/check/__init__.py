@@ -3,7 +3,7 @@
 The model path of :mod:`seer.queues.atomic` makes every atomic operation a scheduling
 point of a deterministic scheduler (:mod:`seer.check.scheduler`) and simulates its memory
 order (:mod:`seer.check.memory`); :func:`explore` runs a check's workers, as real Python
-threads one at a time, under every schedule a strategy picks (:mod:`seer.check.explore`)
+threads one at a time, under every schedule a strategy picks (:mod:`seer.check.explorer`)
 and reports the first failure with a schedule that :func:`replay` reruns exactly.
 The project's own structures are checked by :mod:`seer.check.queues`; textbook bugs to
 find are in :mod:`seer.check.examples`. See ``docs/checking.md``.
@@ -12,7 +12,7 @@ find are in :mod:`seer.check.examples`. See ``docs/checking.md``.
     >>> report = explore(setup, worker_a, worker_b, invariant=check)   # doctest: +SKIP
 """
 
-from seer.check.explore import (
+from seer.check.explorer import (
     REPLAY_ENV,
     STRATEGIES,
     CheckFailure,

@@ -29,7 +29,7 @@ def _example(name: str) -> tuple[tuple, dict[str, Any]]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from seer.check.explore import explore, replay
+    from seer.check.explorer import explore, replay
     from seer.check.queues import CHECKS, run_all
 
     if args.example:

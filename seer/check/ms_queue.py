@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from seer.check.explore import Report
+from seer.check.explorer import Report
 from seer.check.queues import Check
 from seer.check.scheduler import Barrier
 from seer.events import make_event

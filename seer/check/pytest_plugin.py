@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from seer.check.explore import REPLAY_ENV
+from seer.check.explorer import REPLAY_ENV
 
 
 def pytest_addoption(parser) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from seer.check.explore import Report, explore
+from seer.check.explorer import Report, explore
 from seer.check.scheduler import Barrier
 from seer.events import make_event
 from seer.interprocess.ring import MpmcRing

@@ -14,7 +14,7 @@ and the same decisions give the same execution: project code runs unchanged.
 A *decision* is either which thread runs (its alternatives: the enabled threads, the
 running one first; switching away from a thread that could go on is a *preemption*) or,
 in weak-memory mode, which store a load reads (:mod:`seer.check.memory`). The list of
-decisions is the execution's *schedule*; :mod:`seer.check.explore` turns it into a string
+decisions is the execution's *schedule*; :mod:`seer.check.explorer` turns it into a string
 that replays it.
 
 Plain shared data (``seer.queues.atomic.data_view`` / ``data_slots``) is not a scheduling
@@ -160,6 +160,8 @@ class Execution:
         self.decisions: list[tuple[str, list, int, list[int], int]] = []
         #: per scheduling step: ``(decision index, thread, location, write)``
         self.transitions: list[tuple[int, int, Any, bool]] = []
+        #: per scheduling step: thread -> the operation it would perform if chosen
+        self.pending_ops: list[dict[int, Op]] = []
         self.steps: list[Step] = []
         self.preemptions = 0
         self.failure: tuple[str, BaseException | str, int] | None = None
@@ -250,6 +252,10 @@ class Execution:
             self.failure = ("step limit", f"the execution did not end within "
                             f"{self.max_steps} steps (a livelock? raise max_steps)", -1)
             return None
+        # what every thread that could run would do next (DPOR's races need it)
+        self.pending_ops.append({t: self.pending[t] for t in range(self.n)
+                                 if self.state[t] == "parked" and (
+                                     self.pending[t].ready is None or self.pending[t].ready())})
         current = self._running
         if current in enabled:
             alternatives = [current] + [t for t in enabled if t != current]

@@ -211,11 +211,12 @@ class HomeClaimer:
     """``claim()`` returns ``(start, stop)`` of a chunk of ``items`` or None when every
     segment is exhausted: guided chunks from the home segment first (remaining / threads),
     then from the other segments in turn (remaining / (2 * threads); ``steals`` counts
-    those). A segment's cursor only grows, so once a ``fetch_add`` lands past its end the
-    segment is done for this window."""
+    those; ``misses`` counts fetch_adds that landed past a segment's end because other
+    threads had taken the rest: the PEL's contention). A segment's cursor only grows, so
+    once a ``fetch_add`` lands past its end the segment is done for this window."""
 
     __slots__ = ("_acc", "_div", "_home", "_min", "_own_div", "_pel", "_seen", "_seg",
-                 "_visited", "claims", "steals")
+                 "_visited", "claims", "misses", "steals")
 
     def __init__(self, pel: ParallelExecutiveList, acc: Any, home: int, threads: int,
                  min_chunk: int) -> None:
@@ -230,6 +231,7 @@ class HomeClaimer:
         self._visited = 0
         self.claims = 0
         self.steals = 0
+        self.misses = 0  # fetch_adds that came back past a segment's end (contention)
 
     def reset(self, segments: int) -> None:
         """Start a window that has ``segments`` home segments."""
@@ -252,7 +254,12 @@ class HomeClaimer:
             chunk = max(self._min, (end - self._seen) // (self._own_div if own else self._div))
             # fetch_add, relaxed: its atomicity alone hands [start, start + chunk) to
             # this thread only; the items were ordered before us by the pool hand-off.
-            start = self._acc.fetch_add(word, chunk, RELAXED) if self._seen < end else end
+            if self._seen < end:
+                start = self._acc.fetch_add(word, chunk, RELAXED)
+                if start >= end:
+                    self.misses += 1  # another thread took the segment's last items
+            else:
+                start = end
             if start < end:
                 stop = min(start + chunk, end)
                 self._seen = stop

@@ -64,3 +64,19 @@ def test_the_structure_passes_in_weak_memory_mode(name):
     factory, _bug = CHECKS[name]
     report = factory().run(weak=True)
     assert report.failure is None and report.exhaustive
+
+
+def test_a_claim_that_lands_past_the_end_counts_as_a_miss():
+    """HomeClaimer.misses (the PEL's contention counter in worker_stats): some schedule has
+    a thief's fetch_add land after the owner took the segment's last items."""
+    misses = set()
+    check = pel_check(threads=2, items=4)
+    original = check.invariant
+
+    def invariant(state):
+        original(state)
+        misses.add(sum(c.misses for c in state.claimers))
+
+    check.invariant = invariant
+    report = check.run()
+    assert report.exhaustive and 0 in misses and max(misses) >= 1

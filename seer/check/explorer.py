@@ -10,10 +10,12 @@ each with a fresh set-up, until one fails or the strategy has nothing left:
   need one or two preemptions, and the first failure found has the fewest.
 * ``"dpor"``: exhaustive search with dynamic partial-order reduction (Flanagan and
   Godefroid, "Dynamic partial-order reduction for model checking software", POPL 2005):
-  two operations are dependent when they touch the same word and one of them writes;
-  only orders of dependent operations are explored, each once. No preemption bound, so
-  it proves a small scope correct with far fewer executions than plain DFS; a failure it
-  finds may have more preemptions than needed.
+  two operations are dependent when they touch the same word and one of them writes; at
+  every state, for every thread that could run, the latest earlier dependent transition
+  of another thread that does not happen-before it gets a backtracking point. No
+  preemption bound, so a pass covers every interleaving of the scope; no sleep sets, so
+  some orders are run more than once, and on code that spins or retries it can run more
+  executions than bounded DFS. A failure it finds may have more preemptions than needed.
 * ``"random"``: ``schedules`` executions, each decision uniformly at random (seeded).
 * ``"pct"``: probabilistic concurrency testing (Burckhardt et al., "A randomized
   scheduler with probabilistic guarantees of finding bugs", ASPLOS 2010): random thread
@@ -271,31 +273,37 @@ class _Pct:
 
 
 # -- DPOR ----------------------------------------------------------------------------------------
-def _races(ex: Execution) -> list[tuple[int, int]]:
-    """``(decision index of j, thread of i)`` for each transition ``i`` and the latest
-    earlier transition ``j`` of another thread that is dependent with it (same word, one
-    writes) and not ordered before it by program order and earlier dependences."""
+def _races(ex: Execution) -> set[tuple[int, int]]:
+    """``(decision index of j, thread p)``: Flanagan and Godefroid's backtracking points.
+    At every state of the execution, for every thread ``p`` that could run there, the
+    latest earlier transition ``j`` of another thread that is dependent with ``p``'s next
+    operation and does not happen-before ``p`` (program order and dependences so far)."""
     trans = ex.transitions
     n = ex.n
     clocks: list[list[int]] = []
-    last_of: dict[int, list[int]] = {}
+    last_of: list[list[int]] = [[0] * n for _ in range(n)]
     count = [0] * n
-    out = []
-    for i, (_d, t, loc, write) in enumerate(trans):
-        count[t] += 1
-        acc = list(last_of.get(t, [0] * n))
-        raced = False
-        if loc is not None:
-            for j in range(i - 1, -1, -1):
+    out: set[tuple[int, int]] = set()
+    for m, (_d, t, loc, write) in enumerate(trans):
+        for p, op in ex.pending_ops[m].items():
+            if op.location is None:
+                continue
+            mine = last_of[p]
+            for j in range(m - 1, -1, -1):
                 dj, tj, locj, wj = trans[j]
-                if locj != loc or not (write or wj):
-                    continue
-                if tj != t and not raced and acc[tj] < clocks[j][tj]:
-                    out.append((dj, t))
-                    raced = True
-                for k, v in enumerate(clocks[j]):
-                    if v > acc[k]:
-                        acc[k] = v
+                if tj != p and locj == op.location and (op.write or wj) and \
+                        mine[tj] < clocks[j][tj]:
+                    out.add((dj, p))
+                    break
+        acc = list(last_of[t])
+        if loc is not None:
+            for j in range(m):
+                _dj, _tj, locj, wj = trans[j]
+                if locj == loc and (write or wj):
+                    for k, v in enumerate(clocks[j]):
+                        if v > acc[k]:
+                            acc[k] = v
+        count[t] += 1
         acc[t] = count[t]
         clocks.append(acc)
         last_of[t] = acc
@@ -431,7 +439,7 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
           max_steps) -> Report:
     runs = 0
     prefix: list[int] = []
-    backtrack: list[set | None] = []  # per decision: threads still to try (thread kind)
+    backtrack: list[set | None] = []  # per decision: threads to try (thread decisions)
     done: list[set | None] = []
     seen: list = []
     while True:
@@ -458,10 +466,10 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
                 if todo:
                     t = min(todo, key=alts.index)
                     done[k].add(t)
-                    prefix = [x[2] for x in d[:k]] + [alts.index(t)]
+                    prefix = [*(x[2] for x in d[:k]), alts.index(t)]
                     break
             elif index + 1 < len(alts):
-                prefix = [x[2] for x in d[:k]] + [index + 1]
+                prefix = [*(x[2] for x in d[:k]), index + 1]
                 break
             k -= 1
         if k < 0:
