@@ -97,7 +97,8 @@ def test_a_printed_schedule_replays_the_same_failure_every_time():
     for _ in range(100):
         again = replay(found.schedule, setup, a, b, invariant=invariant, raises=False).failure
         assert again is not None
-        assert (again.message, again.schedule) == (found.message, found.schedule)
+        assert again.message.splitlines()[0] == found.message.splitlines()[0]
+        assert again.schedule == found.schedule
         assert [str(s) for s in again.steps] == [str(s) for s in found.steps]
 
 
