@@ -76,7 +76,8 @@ def warn_if_gil_enabled(threads: int) -> bool:
                 "this is not a free-threaded build (use python3.14t)"
                 if not free_threaded_build()
                 else "the GIL was re-enabled at run time (PYTHON_GIL=1, or an extension "
-                "module without free-threading support was imported)"
+                "module without free-threading support was imported; on 3.13t that is "
+                "cffi, which supports only the 3.14 free-threaded build: use python3.14t)"
             )
             warnings.warn(
                 f"SEER was asked for {threads} threads but the GIL is enabled: {why}. "

@@ -68,8 +68,9 @@ _tuple_new = tuple.__new__  # Event without its keyword-handling constructor (a 
 class StepResult:
     """Boundary outputs after ``reset`` (``step == 0``) or after a step.
 
-    Lists and arrays are in ``model.agent_entities()`` order. After ``reset`` the rewards
-    are zero and terminations/truncations are whatever the model reports.
+    Lists and arrays are in ``model.agent_entities()`` order. Every field is what the
+    model's ``outputs`` reports, after ``reset`` too (the workloads report zero rewards
+    there; the runtime does not zero them).
     """
 
     step: int

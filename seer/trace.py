@@ -164,6 +164,13 @@ def plot_gantt(trace: Trace, path: str | Path, *, title: str = "") -> Path:
         ax.broken_barh(spans, (y, h), color=colour)
     ax.set_yticks([n - i - 1 + 0.4 for i in range(n)] + [-0.6])
     ax.set_yticklabels([trace.names[i] for i in range(n)] + ["windows"])
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color="tab:blue", label="entity runs (blue/cyan alternate)"),
+                       Patch(color="tab:red", label="barrier wait"),
+                       Patch(color="tab:green", label="outputs"),
+                       Patch(color="0.85", label="window")],
+              loc="upper right", fontsize="small", framealpha=0.8)
     ax.set_xlabel("time since the trace started (ms)")
     ax.set_title(title or "SEER execution trace: entity runs (blue/cyan), barrier waits "
                           "(red), outputs (green)")
