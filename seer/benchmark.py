@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import statistics
 import sys
@@ -457,19 +456,12 @@ def _runtime_arg(text: str) -> str:
 
 
 def _cmd_bench(args: Any) -> int:
-    import importlib
-
     from seer.errors import ModelError
-    from seer.specs import load_model, parse_kwargs
+    from seer.specs import model_factory
 
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as ``python -m`` does: your modules are found
     try:
-        for module in args.imports:
-            importlib.import_module(module)
-        kwargs = parse_kwargs(args.kwargs)
         name = " ".join([args.spec, *args.kwargs])
-        result = compare(lambda: load_model(args.spec, kwargs), args.runtimes,
+        result = compare(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
                          steps=args.steps, rounds=args.rounds, warmup=args.warmup,
                          seed=args.seed, ceiling=args.ceiling, name=name, progress=True)
     except (ImportError, ValueError, ModelError) as exc:

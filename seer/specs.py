@@ -122,3 +122,19 @@ def parse_kwargs(words: Sequence[str]) -> dict[str, Any]:
         except (ValueError, SyntaxError):
             out[key] = value
     return out
+
+
+def model_factory(spec: str, words: Sequence[str], imports: Sequence[str] = ()) -> Any:
+    """What a command line's ``SPEC k=v ... --import MODULE`` means: the current directory
+    on ``sys.path`` (as ``python -m`` does, so a user's own modules are found), each of
+    ``imports`` imported, ``words`` parsed (:func:`parse_kwargs`); returns a callable that
+    builds a fresh model each time. Raises ImportError or :class:`ModelError`."""
+    import os
+    import sys
+
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in imports:
+        importlib.import_module(module)
+    kwargs = parse_kwargs(words)
+    return lambda: load_model(spec, kwargs)

@@ -15,8 +15,6 @@ or that everything matched. Exit status: 0 matched, 1 a contract broken or a div
 
 from __future__ import annotations
 
-import importlib
-import os
 import sys
 from typing import Any
 
@@ -51,16 +49,11 @@ def add_subcommand(sub: Any) -> None:
 
 def _cmd_verify(args: Any) -> int:
     from seer.errors import ModelError
-    from seer.specs import load_model, parse_kwargs
+    from seer.specs import model_factory
     from seer.testing import verify
 
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as ``python -m`` does: your modules are found
     try:
-        for module in args.imports:
-            importlib.import_module(module)
-        kwargs = parse_kwargs(args.kwargs)
-        report = verify(lambda: load_model(args.spec, kwargs), args.runtimes,
+        report = verify(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
                         threads=args.threads, steps=args.steps, seeds=args.seeds,
                         max_events_per_step=args.max_events_per_step)
     except (ImportError, ModelError) as exc:
