@@ -235,19 +235,21 @@ class Memory:
     def _happened(self, t: int, access: tuple[int, int, int] | tuple[int, int]) -> bool:
         return access[0] == t or access[1] <= self.clocks[t][access[0]]
 
-    def data_read(self, t: int, loc: object, name: str) -> None:
+    def _location(self, loc: object) -> _Data:
         d = self.data.get(loc)
         if d is None:
             d = self.data[loc] = _Data()
+        return d
+
+    def data_read(self, t: int, loc: object, name: str) -> None:
+        d = self._location(loc)
         w = d.write
         if w is not None and not self._happened(t, w):
             raise DataRace(name, "reads", t, self.step, "write", w[0], w[2])
         d.reads[t] = (self.clocks[t][t], self.step)
 
     def data_write(self, t: int, loc: object, name: str) -> None:
-        d = self.data.get(loc)
-        if d is None:
-            d = self.data[loc] = _Data()
+        d = self._location(loc)
         w = d.write
         if w is not None and not self._happened(t, w):
             raise DataRace(name, "writes", t, self.step, "write", w[0], w[2])

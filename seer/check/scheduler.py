@@ -576,6 +576,24 @@ class PlainWords:
         pass
 
 
+def _data_access(session: Session, loc: Any, name: str, write: bool, shown: Any) -> None:
+    """A plain read or write of ``loc`` by the calling thread: race-checked in its
+    execution (a race fails the execution and is raised) and listed in the interleaving;
+    nothing outside an execution."""
+    ex, t = session.bound()
+    if ex is None:
+        return
+    try:
+        if write:
+            ex.memory.data_write(t, loc, name)
+        else:
+            ex.memory.data_read(t, loc, name)
+    except DataRace as exc:
+        raise ex.race(exc, t) from None
+    ex.note(t, kind="write" if write else "read", name=name,
+            detail=f"{'<-' if write else '->'} {shown}", scheduled=False)
+
+
 class DataView:
     """A plain-data int64 view (``data_view``) whose accesses are race-checked."""
 
@@ -586,19 +604,7 @@ class DataView:
         self._base = np.asarray(view).ctypes.data
 
     def _check(self, i: int, write: bool, value: int) -> None:
-        ex, t = self._session.bound()
-        if ex is None:
-            return
-        name = f"{self._name}[{i}]"
-        try:
-            if write:
-                ex.memory.data_write(t, self._base + 8 * i, name)
-            else:
-                ex.memory.data_read(t, self._base + 8 * i, name)
-        except DataRace as exc:
-            raise ex.race(exc, t) from None
-        ex.note(t, kind="write" if write else "read", name=name,
-                detail=f"{'<-' if write else '->'} {value}", scheduled=False)
+        _data_access(self._session, self._base + 8 * i, f"{self._name}[{i}]", write, value)
 
     def __getitem__(self, i: int) -> int:
         value = self._view[i]
@@ -639,21 +645,9 @@ class _SlotChunk:
 
     def _check(self, j: int, write: bool, value: Any) -> None:
         table = self._table
-        ex, t = table._session.bound()
-        if ex is None:
-            return
         h = self._index * len(self._chunk) + j
-        name = f"{table._name}[{h}]"
-        try:
-            if write:
-                ex.memory.data_write(t, (id(table._table), h), name)
-            else:
-                ex.memory.data_read(t, (id(table._table), h), name)
-        except DataRace as exc:
-            raise ex.race(exc, t) from None
-        shown = "None" if value is None else type(value).__name__
-        ex.note(t, kind="write" if write else "read", name=name,
-                detail=f"{'<-' if write else '->'} {shown}", scheduled=False)
+        _data_access(table._session, (id(table._table), h), f"{table._name}[{h}]", write,
+                     "None" if value is None else type(value).__name__)
 
     def __getitem__(self, j: int) -> Any:
         value = self._chunk[j]
