@@ -42,10 +42,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from seer.check import queues
 from seer.check.explorer import Report
-from seer.check.queues import Check
+from seer.check.queues import Check, _ev, intake_producer
 from seer.check.scheduler import Barrier
-from seer.events import make_event
 from seer.queues.atomic import ACQUIRE, RELAXED, RELEASE
 from seer.queues.ms import MsIntakes, MsWorker
 
@@ -119,10 +119,6 @@ class _RelaxedLinkAccessor(_PlainLinkAccessor):
         return self._acc.fn_cas(i, arg, desired, order, failure)
 
 
-def _ev(tau: float, seq: int, target: int) -> Any:
-    return make_event(tau, seq, target, 0, None)
-
-
 def ms_check(*, producers: int = 2, bug: str | None = None) -> Check:
     """The MS intakes of two entities over two windows (module docstring).
 
@@ -154,26 +150,8 @@ def ms_check(*, producers: int = 2, bug: str | None = None) -> Check:
                     acc = _NoRecheckAccessor(acc, self.q.n_entities)
                 self.workers.append(MsWorker(self.q, slab, acc))
             self.barrier = Barrier(threads)
-            self.sent: list[int] = []  # sequence numbers sent to entity 0
+            self.sent: list[Any] = []  # events sent to entity 0 (intake_producer)
             self.forwarded: list[int] = []
-
-    def producer(i: int) -> Callable[[State], None]:
-        def run(state: State) -> None:
-            w = state.workers[i]
-            w.set_epoch(1)
-            ev = _ev(1.0, 10 + i, 0)
-            state.sent.append(ev.seq)
-            if i % 2:
-                w.send_all([ev])
-            else:
-                w.send(0, ev)
-            state.barrier.wait()
-            w.set_epoch(2)
-            if i == 0:
-                ev = _ev(2.0, 20, 0)
-                state.sent.append(ev.seq)
-                w.send(0, ev)
-        return run
 
     def claimer(state: State) -> None:
         w = state.workers[-1]
@@ -201,7 +179,7 @@ def ms_check(*, producers: int = 2, bug: str | None = None) -> Check:
         assert got1 == sorted(state.forwarded), (
             f"forwarded {sorted(state.forwarded)}, entity 1 received {got1}")
         got = sorted(got0 + state.forwarded)
-        want = sorted(state.sent)
+        want = sorted(ev.seq for ev in state.sent)
         assert got == want, (f"sent {want} to entity 0; merged {got} (lost "
                              f"{sorted(set(want) - set(got))})")
         held = [h for wk in state.workers for h in wk.slab.free_list]
@@ -210,7 +188,7 @@ def ms_check(*, producers: int = 2, bug: str | None = None) -> Check:
             f"records not each in one place: {sorted(held)}")
 
     return Check(f"ms{'/' + bug if bug else ''}", State,
-                 (*(producer(i) for i in range(producers)), claimer), invariant,
+                 (*(intake_producer(i) for i in range(producers)), claimer), invariant,
                  {"preemptions": 1},
                  f"{producers} producers, 1 claimer forwarding to a 2nd entity, 2 windows; "
                  "every schedule with <= 1 preemption")
@@ -223,12 +201,4 @@ CHECKS: dict[str, tuple[Callable[..., Check], tuple[str, ...]]] = {"ms": (ms_che
 def run_all(*, planted: bool = True, progress: Callable[[str], None] | None = None
             ) -> list[tuple[str, Report]]:
     """Run the MS check, and with ``planted`` each planted bug; ``[(name, report)]``."""
-    out = []
-    for variant in ([None, *BUGS] if planted else [None]):
-        check = ms_check(bug=variant)
-        report = check.run(raises=False)
-        out.append((check.name, report))
-        if progress is not None:
-            progress(f"{check.name}: {report.schedules} schedules, {report.seconds:.2f} s, "
-                     f"{'FAILED' if report.failure else 'ok'}")
-    return out
+    return queues.run_all(planted=planted, progress=progress, checks=CHECKS)

@@ -44,8 +44,8 @@ from seer.interprocess.ring import MpmcRing
 from seer.queues import NIL, LeqWorker, LocalEventQueues, ParallelExecutiveList
 from seer.queues.atomic import RELAXED
 
-__all__ = ["CHECKS", "Check", "arena_check", "claims_check", "leq_check", "pel_check",
-           "ring_check", "run_all"]
+__all__ = ["CHECKS", "Check", "arena_check", "claims_check", "intake_producer", "leq_check",
+           "pel_check", "ring_check", "run_all"]
 
 
 @dataclass
@@ -82,6 +82,29 @@ def _ev(tau: float, seq: int, target: int) -> Any:
     return make_event(tau, seq, target, 0, None)
 
 
+def intake_producer(i: int) -> Callable[[Any], None]:
+    """Producer ``i`` of an intake check: in window 1 it sends one event to entity 0
+    (``send`` for even ``i``, ``send_all``, the runtime's publish, for odd); after the
+    barrier, producer 0 sends another. Each event goes into ``state.sent`` first. The
+    state has ``workers`` (producer ``i``'s is ``workers[i]``), ``barrier`` and ``sent``."""
+    def run(state: Any) -> None:
+        w = state.workers[i]
+        w.set_epoch(1)
+        ev = _ev(1.0, 10 + i, 0)
+        state.sent.append(ev)
+        if i % 2:
+            w.send_all([ev])
+        else:
+            w.send(0, ev)
+        state.barrier.wait()
+        w.set_epoch(2)
+        if i == 0:
+            ev = _ev(2.0, 20, 0)
+            state.sent.append(ev)
+            w.send(0, ev)
+    return run
+
+
 def leq_check(*, producers: int = 2, bug: str | None = None) -> Check:
     """The LEQ intake of one entity across two window parities (module docstring): in
     window 1 the producers push one event each (``send``, ``send_all``) while the claimer
@@ -100,24 +123,6 @@ def leq_check(*, producers: int = 2, bug: str | None = None) -> Check:
                                                    self.leqs.words.accessor())
             self.barrier = Barrier(threads)
             self.sent: list[Any] = []
-
-    def producer(i: int) -> Callable[[State], None]:
-        def run(state: State) -> None:
-            w = state.workers[i]
-            w.set_epoch(1)
-            ev = _ev(1.0, 10 + i, 0)
-            state.sent.append(ev)
-            if i % 2:
-                w.send_all([ev])  # the runtime's publish
-            else:
-                w.send(0, ev)
-            state.barrier.wait()
-            w.set_epoch(2)
-            if i == 0:
-                ev = _ev(2.0, 20, 0)
-                state.sent.append(ev)
-                w.send(0, ev)
-        return run
 
     def claimer(state: State) -> None:
         w = state.workers[-1]
@@ -139,7 +144,7 @@ def leq_check(*, producers: int = 2, bug: str | None = None) -> Check:
         assert len(held) == len(set(held)), "a record is free in two slabs"
 
     return Check(f"leq{'/' + bug if bug else ''}", State,
-                 (*(producer(i) for i in range(producers)), claimer), invariant,
+                 (*(intake_producer(i) for i in range(producers)), claimer), invariant,
                  {"preemptions": 2},
                  f"{producers} producers, 1 claimer, 2 window parities; every schedule "
                  "with <= 2 preemptions")
@@ -347,13 +352,17 @@ CHECKS: dict[str, tuple[Callable[..., Check], str]] = {
 
 
 def run_all(names: list[str] | None = None, *, planted: bool = True,
-            progress: Callable[[str], None] | None = None) -> list[tuple[str, Report]]:
-    """Run the checks ``names`` (default: all), and with ``planted`` each one's planted
-    bug too; ``[(name, report)]``. Raises nothing: read each report's ``failure``."""
+            progress: Callable[[str], None] | None = None,
+            checks: dict[str, tuple[Callable[..., Check], str | tuple[str, ...]]] = CHECKS,
+            ) -> list[tuple[str, Report]]:
+    """Run the checks ``names`` of ``checks`` (default: all of them), and with ``planted``
+    each one's planted bugs too; ``[(name, report)]``. Raises nothing: read each report's
+    ``failure``."""
     out = []
-    for name in names or list(CHECKS):
-        factory, bug = CHECKS[name]
-        for variant in ([None, bug] if planted else [None]):
+    for name in names or list(checks):
+        factory, bugs = checks[name]
+        bugs = (bugs,) if isinstance(bugs, str) else bugs
+        for variant in ([None, *bugs] if planted else [None]):
             check = factory(bug=variant)
             report = check.run(raises=False)
             out.append((check.name, report))
