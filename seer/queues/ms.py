@@ -231,25 +231,21 @@ class MsWorker:
         """Enqueue each event of ``events`` on its target's queue (``event[2]``), in order;
         returns how many were sent (fewer when the arena ran out of records)."""
         n = self._n
-        free, side, s = self._free, self._side, self._s
+        s = self._s
         load, store, cas = self._load, self._store, self._cas
         tails, nexts = self._tails_w, self._next_w
         arg, desired, result = self._arg, self._desired, self._result
-        alloc = self.slab.alloc
+        new_record = self.slab.store  # a free record holding the event (the slab's own)
         retries = 0
         for i, ev in enumerate(events):
             entity = ev[2]
             if not 0 <= entity < n:
                 self._check(entity)
-            if free:
-                h = free.pop()
-            else:
-                try:
-                    h = alloc()
-                except ArenaFullError:
-                    self.cas_retries += retries
-                    return i
-            side[h >> SIDE_CHUNK_BITS][h & SIDE_MASK] = ev
+            try:
+                h = new_record(ev)
+            except ArenaFullError:
+                self.cas_retries += retries
+                return i
             link = nexts + h
             # Reset the record's link to NIL under a new tag. Relaxed load: this thread
             # owns the record (its last link write happened before it was freed). Release
