@@ -20,6 +20,7 @@ so that ``seer`` itself never names the ``workloads`` package.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 import importlib.metadata
@@ -30,8 +31,8 @@ from typing import Any
 from seer.errors import ModelError
 from seer.model import Model
 
-__all__ = ["ENTRY_POINT_GROUP", "load_model", "parse_kwargs", "registered_models",
-           "resolve_spec"]
+__all__ = ["ENTRY_POINT_GROUP", "load_model", "non_negative_int", "parse_kwargs",
+           "positive_int", "registered_models", "resolve_spec"]
 
 #: The entry-point group that names models: ``name = "module:qualname"``.
 ENTRY_POINT_GROUP = "seer.models"
@@ -138,3 +139,25 @@ def model_factory(spec: str, words: Sequence[str], imports: Sequence[str] = ()) 
         importlib.import_module(module)
     kwargs = parse_kwargs(words)
     return lambda: load_model(spec, kwargs)
+
+
+def _count(text: str, minimum: int) -> int:
+    try:
+        value = int(text, 10)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or value < minimum:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type=`` for a count of at least 1 (``--steps``, ``--threads``): the
+    decimal integer ``text``, or :class:`argparse.ArgumentTypeError` naming what it got."""
+    return _count(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type=`` for a count that may be 0 (``--warmup``, ``--seed``): the
+    decimal integer ``text``, or :class:`argparse.ArgumentTypeError` naming what it got."""
+    return _count(text, 0)

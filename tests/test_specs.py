@@ -85,3 +85,18 @@ def test_a_name_registered_twice_is_an_error(tmp_path, monkeypatch):
 def test_stpa_training_configurations_name_the_registered_models():
     specs = {c.spec for c in default_configurations()}
     assert specs == {PROJECT_MODELS[name] for name in ("bench", "pcs", "aircraft")}
+
+
+def test_count_types_take_whole_numbers_at_their_minimum_and_name_what_they_got():
+    import argparse
+
+    from seer.specs import non_negative_int, positive_int
+
+    assert positive_int("1") == 1 and positive_int("12") == 12
+    assert non_negative_int("0") == 0
+    for text in ("0", "-2", "x", "1.5", "", "1e3"):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=rf"must be a whole number >= 1, got {text!r}"):
+            positive_int(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="must be a whole number >= 0, got '-1'"):
+        non_negative_int("-1")
