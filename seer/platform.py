@@ -20,6 +20,7 @@ from multiprocessing import shared_memory
 __all__ = [
     "EXTRA_MODULES",
     "PACKAGES",
+    "SHARED_MEMORY_MODE",
     "GILWarning",
     "attach_shared_memory",
     "cpu_count",
@@ -167,12 +168,42 @@ def import_and_check_gil(modules: tuple[str, ...] | list[str]) -> tuple[list[str
 _created_here: set[str] = set()
 
 
+#: Permissions of every shared-memory block this project creates: its owner's only.
+SHARED_MEMORY_MODE = 0o600
+
+
 def create_shared_memory(size: int) -> shared_memory.SharedMemory:
-    """A new ``multiprocessing.shared_memory`` block of ``size`` bytes under a fresh name;
-    the caller closes and unlinks it. Use it with :func:`attach_shared_memory`."""
+    """A new ``multiprocessing.shared_memory`` block of ``size`` bytes under a fresh name,
+    readable and writable by its owner only (:data:`SHARED_MEMORY_MODE`, on POSIX); the
+    caller closes and unlinks it. Use it with :func:`attach_shared_memory`."""
     shm = shared_memory.SharedMemory(create=True, size=size)
+    try:
+        _owner_only(shm)
+    except BaseException:
+        shm.close()
+        shm.unlink()
+        raise
     _created_here.add(shm.name)
     return shm
+
+
+def _owner_only(shm: shared_memory.SharedMemory) -> None:
+    """Make the POSIX shm object behind ``shm`` mode 0o600, through its descriptor.
+
+    CPython creates it with 0o600 minus the umask, which can only take bits away, so no
+    other user could open it between creation and this call; fchmod sets the mode
+    exactly (a umask of 0o277 would leave 0o400) and is not subject to the umask. It
+    runs before the name is returned, so before any other process is told the name.
+    Windows named memory has no mode (its ACL is the creator's): nothing to do there."""
+    fd = getattr(shm, "_fd", -1)
+    if fd < 0:
+        return
+    if os.fstat(fd).st_mode & 0o777 != SHARED_MEMORY_MODE:
+        os.fchmod(fd, SHARED_MEMORY_MODE)
+    mode = os.fstat(fd).st_mode & 0o777
+    if mode != SHARED_MEMORY_MODE:
+        raise PermissionError(f"shared-memory block {shm.name!r} has mode {mode:#o} after "
+                              f"fchmod to {SHARED_MEMORY_MODE:#o}")
 
 
 def attach_shared_memory(name: str) -> shared_memory.SharedMemory:

@@ -1,5 +1,6 @@
 import importlib.metadata
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -132,3 +133,78 @@ def test_the_test_session_itself_runs_without_the_gil_when_required():
 
     if os.environ.get("SEER_REQUIRE_NOGIL") == "1":
         assert not sys._is_gil_enabled()
+
+
+def _shm_mode(name: str) -> int:
+    return os.stat(f"/dev/shm/{name.lstrip('/')}").st_mode & 0o777
+
+
+posix_shm = pytest.mark.skipif(not Path("/dev/shm").is_dir(),
+                               reason="POSIX shared memory under /dev/shm")
+
+
+@posix_shm
+def test_created_blocks_are_readable_by_their_owner_only():
+    from seer.interprocess import SharedQueues
+    from seer.queues.atomic import AtomicWords
+
+    block = platform.create_shared_memory(64)
+    words, words_block = AtomicWords.shared(4)
+    queues = SharedQueues(2, 8)
+    try:
+        # Every way the project makes a block goes through create_shared_memory.
+        for shm in (block, words_block, queues.block):
+            assert _shm_mode(shm.name) == platform.SHARED_MEMORY_MODE == 0o600, shm.name
+            assert os.stat(f"/dev/shm/{shm.name}").st_uid == os.geteuid()
+    finally:
+        words.release()
+        queues.close()
+        queues.unlink()
+        for shm in (block, words_block):
+            shm.close()
+            shm.unlink()
+
+
+UMASK = """
+import os, sys
+os.umask(int(sys.argv[1], 8))
+from multiprocessing import shared_memory
+from seer import platform
+plain = shared_memory.SharedMemory(create=True, size=64)
+ours = platform.create_shared_memory(64)
+for shm in (plain, ours):
+    print(oct(os.stat("/dev/shm/" + shm.name).st_mode & 0o777))
+    shm.close()
+    shm.unlink()
+"""
+
+
+@posix_shm
+@pytest.mark.parametrize("umask", ["000", "277"])
+def test_the_mode_is_0o600_whatever_the_umask(umask):
+    # A child process: the umask is process-wide, and other tests run threads here.
+    out = subprocess.run([sys.executable, "-c", UMASK, umask], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    plain, ours = out.stdout.split()
+    assert ours == "0o600"
+    # Without the fchmod a umask that takes the owner's write bit leaves 0o400.
+    assert plain == ("0o600" if umask == "000" else "0o400")
+
+
+def test_a_block_whose_mode_cannot_be_set_is_refused_and_removed(monkeypatch):
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("POSIX shared memory under /dev/shm")
+    made = []
+    real = platform.shared_memory.SharedMemory
+
+    def recording(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(platform.shared_memory, "SharedMemory", recording)
+    monkeypatch.setattr(platform.os, "fchmod", lambda fd, mode: None)
+    monkeypatch.setattr(platform, "SHARED_MEMORY_MODE", 0o640)  # what fchmod fails to set
+    with pytest.raises(PermissionError, match=r"has mode 0o600 after fchmod to 0o640"):
+        platform.create_shared_memory(64)
+    assert not Path(f"/dev/shm/{made[0].name}").exists()
