@@ -14,7 +14,7 @@ import numpy as np
 
 import seer
 from seer.busywork import BusyWork
-from seer.errors import ModelError
+from workloads._args import integer, real
 
 __all__ = ["BenchModel", "EmptyModel"]
 
@@ -26,7 +26,8 @@ class BenchModel(seer.Model):
     snapshot, updates its row, and sends ``fanout`` "ping" events to entities chosen by its
     own RNG, with delays of one lookahead (half a step) or more; a ping does the same busy
     work and folds its payload into the row. So a step has about ``n * (1 + fanout)`` events
-    in at least two windows, and about ``n * fanout`` cross-entity events.
+    in at least two windows, and about ``n * fanout`` cross-entity events. An action's value
+    is never read: any action but None makes its entity tick (``sample_actions``: all 1).
 
     ``wait_us`` > 0 makes every event also *wait* that long (``time.sleep``, which releases
     the CPU), like a handler that calls an external simulator or service: such a model's
@@ -42,12 +43,13 @@ class BenchModel(seer.Model):
     def __init__(self, n_entities: int, cost_us: float = 0.0, fanout: int = 1,
                  wait_us: float = 0.0) -> None:
         super().__init__(n_entities)
-        if not 0 <= fanout <= 16:
-            raise ModelError(f"fanout must be in 0..16, got {fanout}")
-        if not (isinstance(wait_us, (int, float)) and 0 <= wait_us < 1e6):
-            raise ModelError(f"wait_us must be a number in [0, 1e6), got {wait_us!r}")
-        waits = f", wait={wait_us}us" if wait_us else ""
-        self.name = f"BenchModel(n={n_entities}, cost={cost_us}us, fanout={fanout}{waits})"
+        shown_cost = cost_us  # the name shows the numbers as given (0 and 0.0 alike)
+        b = "BenchModel"
+        cost_us = real(b, "cost_us", cost_us, at_least=0)
+        fanout = integer(b, "fanout", fanout, minimum=0, maximum=16)
+        wait_us = real(b, "wait_us", wait_us, at_least=0, below=1e6)
+        waits = f", wait={wait_us:g}us" if wait_us else ""
+        self.name = f"BenchModel(n={n_entities}, cost={shown_cost}us, fanout={fanout}{waits})"
         self.busy = BusyWork(cost_us)
         if wait_us:
             self.busy = _Waiting(self.busy, wait_us * 1e-6)
@@ -94,8 +96,7 @@ class EmptyModel(seer.Model):
 
     def __init__(self, n_entities: int, per_step: int = 10) -> None:
         super().__init__(n_entities)
-        if per_step < 1:
-            raise ModelError(f"per_step must be >= 1, got {per_step}")
+        per_step = integer("EmptyModel", "per_step", per_step, minimum=1)
         self.name = f"EmptyModel(n={n_entities}, per_step={per_step})"
         self.period = 1.0 / per_step
 

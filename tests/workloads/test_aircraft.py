@@ -55,10 +55,73 @@ def test_knob_sizes_the_collision_search():
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     (dict(cost_us=-1), "Aircraft cost_us must be a finite number > 0, got -1"),
+    (dict(cost_us="200"), "Aircraft cost_us must be a finite number > 0, got '200'"),
     (dict(density=float("nan")), "Aircraft density must be a finite number > 0, got nan"),
-    (dict(k_neighbours=0), "Aircraft k_neighbours must be in 1..16, got 0"),
-    (dict(horizon=1), "Aircraft horizon must be in 2..64, got 1"),
+    (dict(interaction=True), "Aircraft interaction must be a finite number > 0, got True"),
+    (dict(hotspots=1), r"Aircraft hotspots must be a bool \(True or False\), got 1"),
+    (dict(k_neighbours=0), r"Aircraft k_neighbours must be an int in 1\.\.16, got 0"),
+    (dict(k_neighbours="3"), r"Aircraft k_neighbours must be an int in 1\.\.16, got '3'"),
+    (dict(horizon=1), r"Aircraft horizon must be an int in 2\.\.64, got 1"),
+    (dict(horizon=2.5), r"Aircraft horizon must be an int in 2\.\.64, got 2\.5"),
+    (dict(max_steps="x"), "Aircraft max_steps must be an int >= 1 or None, got 'x'"),
+    (dict(max_steps=0), "Aircraft max_steps must be an int >= 1 or None, got 0"),
+    (dict(seed=-1), "Aircraft seed must be an int >= 0, got -1"),
+    (dict(seed=1.0), "Aircraft seed must be an int >= 0, got 1.0"),
 ])
 def test_bad_parameters(kwargs, message):
     with pytest.raises(seer.ModelError, match="^" + message + "$"):
         Aircraft(10, **kwargs)
+
+
+def test_numpy_numbers_are_arguments_too():
+    model = Aircraft(np.int64(10), cost_us=np.float32(100), density=np.int32(2),
+                     k_neighbours=np.int8(3), horizon=np.uint16(4), seed=np.int64(5),
+                     max_steps=np.int64(7), hotspots=np.True_)
+    assert (model.k, model.horizon, model.seed, model.max_steps) == (3, 4, 5, 7)
+    assert model.state_fields()["nbrs"] == ((3, 2), np.float64)
+    assert model.candidates == Aircraft(10, cost_us=100).candidates
+
+
+_BAD_ACTIONS = {
+    "int beyond float": (10**400, 0),
+    "complex": (0.5 + 1j, 0.0),
+    "complex array": np.array([0.5 + 1j, 0.0]),
+    "numeric strings": ("0.5", "0"),
+    "string array": np.array(["0.5", "0"]),
+    "masked array": np.ma.masked_array([0.5, 0.0], [False, True]),
+    "nan": (float("nan"), 0.0),
+    "inf": (0.0, np.inf),
+    "bool": (True, 0.0),
+    "bool array": np.array([True, False]),
+    "one number": 0.5,
+    "three numbers": (0.1, 0.2, 0.3),
+    "nested": ((0.1,), (0.2,)),
+}
+
+
+@pytest.mark.parametrize("name", list(_BAD_ACTIONS))
+def test_actions_that_are_not_two_real_numbers_are_refused_naming_the_uav(name):
+    model = Aircraft(5, cost_us=70)
+    actions = model.sample_actions(0)
+    actions[3] = _BAD_ACTIONS[name]
+    with seer.SerialRuntime(model) as rt:
+        rt.reset(0)
+        before = rt.state.pos.copy()
+        with pytest.raises(seer.ModelError, match=r"^Aircraft action for UAV 3 must be two "
+                                                  r"finite real numbers \(turn, throttle\), "
+                                                  r"got \S"):
+            rt.step(actions)
+        assert rt.step_index == 0 and np.array_equal(rt.state.pos, before)
+        rt.step(model.sample_actions(0))  # nothing changed: the episode goes on
+        assert rt.step_index == 1
+
+
+def test_actions_as_arrays_and_numpy_numbers_are_taken():
+    model = Aircraft(4, cost_us=70)
+    joint = np.array(model.sample_actions(0))
+    with seer.SerialRuntime(model) as rt:
+        rt.reset(0)
+        rt.step(joint.astype(np.float32))  # a policy's float32 (n, 2) array
+        rt.step([(np.float32(0.5), np.int64(1)), [0, 0], (2.5, -3), None])  # clipped
+        rt.step({1: np.array([0, 1], np.int16)})
+        assert rt.step_index == 3

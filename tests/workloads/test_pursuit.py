@@ -442,15 +442,18 @@ def test_moves_follow_pettingzoo_directions():
     (dict(n_pursuers=True), "Pursuit n_pursuers must be an int >= 1, got True"),
     (dict(obs_range=-1), "Pursuit obs_range must be an int >= 1, got -1"),
     (dict(n_catch=0), "Pursuit n_catch must be an int >= 1, got 0"),
-    (dict(shared_reward=1), "Pursuit shared_reward must be a bool, got 1"),
-    (dict(freeze_evaders="no"), "Pursuit freeze_evaders must be a bool, got 'no'"),
-    (dict(surround=None), "Pursuit surround must be a bool, got None"),
+    (dict(shared_reward=1), r"Pursuit shared_reward must be a bool \(True or False\), got 1"),
+    (dict(freeze_evaders="no"),
+     r"Pursuit freeze_evaders must be a bool \(True or False\), got 'no'"),
+    (dict(surround=None), r"Pursuit surround must be a bool \(True or False\), got None"),
     (dict(tag_reward=float("nan")), "Pursuit tag_reward must be a finite number, got nan"),
     (dict(catch_reward="5"), "Pursuit catch_reward must be a finite number, got '5'"),
     (dict(urgency_reward=float("-inf")),
      "Pursuit urgency_reward must be a finite number, got -inf"),
-    (dict(constraint_window=0.0), r"Pursuit constraint_window must be in \(0, 1\], got 0.0"),
-    (dict(constraint_window=1.5), r"Pursuit constraint_window must be in \(0, 1\], got 1.5"),
+    (dict(constraint_window=0.0),
+     r"Pursuit constraint_window must be a finite number in \(0, 1\], got 0.0"),
+    (dict(constraint_window=1.5),
+     r"Pursuit constraint_window must be a finite number in \(0, 1\], got 1.5"),
 ])
 def test_bad_parameters(kwargs, message):
     with pytest.raises(seer.ModelError, match="^" + message + "$"):
@@ -462,6 +465,12 @@ def test_bad_parameters(kwargs, message):
     ([0, -1, 4], "Pursuit action for pursuer 1 must be an int in 0..4, got -1"),
     ([1.0, 0, 0], "Pursuit action for pursuer 0 must be an int in 0..4, got 1.0"),
     ([True, 0, 0], "Pursuit action for pursuer 0 must be an int in 0..4, got True"),
+    ([0, 1 + 0j, 0], r"Pursuit action for pursuer 1 must be an int in 0..4, got \(1\+0j\)"),
+    ([0, 0, "2"], "Pursuit action for pursuer 2 must be an int in 0..4, got '2'"),
+    ([0, np.ma.masked, 0], "Pursuit action for pursuer 1 must be an int in 0..4, got masked"),
+    ([0, 0, 10**400], r"Pursuit action for pursuer 2 must be an int in 0..4, got 1000.*000$"),
+    (np.array([0, 1, 2.0]), r"Pursuit action for pursuer 0 must be an int in 0..4, got "
+                            r"np.float64\(0.0\)"),
     ({0: 1, 4: 2}, r"name entities that are not agents: \[4\]"),
     ([0, 1], "has length 2; expected 3"),
 ])

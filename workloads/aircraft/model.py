@@ -51,6 +51,7 @@ import numpy as np
 
 import seer
 from seer.errors import ModelError
+from workloads._args import flag, integer, real, shown
 
 __all__ = ["Aircraft", "load_tracks"]
 
@@ -70,6 +71,29 @@ def load_tracks() -> np.ndarray:
     return tracks
 
 
+_REALS = (int, float, np.integer, np.floating)
+
+
+def _real_pair(action: Any) -> np.ndarray | None:
+    """``action`` as a float64 array of two finite numbers, or None if it is not one."""
+    if type(action) is np.ndarray:  # exactly: a masked array (a subclass) is refused
+        if action.dtype.kind not in "iuf":
+            return None
+    elif isinstance(action, (tuple, list)):
+        if len(action) != 2 or not all(isinstance(x, _REALS) and not isinstance(x, bool)
+                                        for x in action):
+            return None
+    else:
+        return None
+    try:
+        pair = np.asarray(action, np.float64)
+    except OverflowError:  # an int beyond the float range
+        return None
+    if pair.shape != (2,) or not np.isfinite(pair).all():
+        return None
+    return pair
+
+
 class Aircraft(seer.Model):
     """UAV swarm; see the module docstring. ``n_uavs`` UAVs at ``density`` per km²."""
 
@@ -82,18 +106,17 @@ class Aircraft(seer.Model):
                  interaction: float = 1.0, density: float = 1.0, seed: int = 0,
                  k_neighbours: int = 4, horizon: int = 8, max_steps: int | None = None) -> None:
         super().__init__(n_uavs)
-        for name, value in (("cost_us", cost_us), ("interaction", interaction),
-                            ("density", density)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ModelError(f"Aircraft {name} must be a finite number > 0, got {value!r}")
-        if not 1 <= k_neighbours <= 16:
-            raise ModelError(f"Aircraft k_neighbours must be in 1..16, got {k_neighbours}")
-        if not 2 <= horizon <= 64:
-            raise ModelError(f"Aircraft horizon must be in 2..64, got {horizon}")
-        if max_steps is not None and max_steps < 1:
-            raise ModelError(f"Aircraft max_steps must be >= 1 or None, got {max_steps}")
+        a = "Aircraft"
+        cost_us = real(a, "cost_us", cost_us, above=0)
+        hotspots = flag(a, "hotspots", hotspots)
+        interaction = real(a, "interaction", interaction, above=0)
+        density = real(a, "density", density, above=0)
+        seed = integer(a, "seed", seed, minimum=0)
+        k_neighbours = integer(a, "k_neighbours", k_neighbours, minimum=1, maximum=16)
+        horizon = integer(a, "horizon", horizon, minimum=2, maximum=64)
+        max_steps = integer(a, "max_steps", max_steps, minimum=1, none=True)
         self.name = f"Aircraft(n={n_uavs}, cost={cost_us:g}us)"
-        self.cost_us = float(cost_us)
+        self.cost_us = cost_us
         self.candidates = max(4, round((cost_us - BASE_US) / PER_CANDIDATE_US))
         self.horizon = horizon
         self.k = k_neighbours
@@ -186,19 +209,18 @@ class Aircraft(seer.Model):
 
     # -- handlers -----------------------------------------------------------------------------
     def action_events(self, actions: Any) -> list[tuple[int, Any, Any]]:
-        """As :meth:`seer.Model.action_events`; each action must be two finite numbers
-        ``(turn, throttle)`` (values outside [-1, 1] are clipped by the handler). NaN or inf
-        would poison the UAV's state for the rest of the episode, so it is refused here,
-        before anything runs, with the UAV named."""
+        """As :meth:`seer.Model.action_events`; each action must be two finite real numbers
+        ``(turn, throttle)``: a tuple or list of ints or floats (numpy's too, not bool), or
+        a plain numpy array of shape (2,) with an integer or floating dtype. Values outside
+        [-1, 1] are clipped by the handler. Anything else (NaN, inf, a number too large for
+        a float, complex, strings, masked arrays) is refused here, before anything runs,
+        with the UAV named: NaN or inf would poison the UAV's state for the rest of the
+        episode, and a complex or masked value would silently lose a part."""
         events = super().action_events(actions)
         for entity, _, action in events:
-            try:
-                pair = np.asarray(action, np.float64)
-            except (TypeError, ValueError):
-                pair = None
-            if pair is None or pair.shape != (2,) or not np.isfinite(pair).all():
-                raise ModelError(f"Aircraft action for UAV {entity} must be two finite "
-                                 f"numbers (turn, throttle), got {action!r}")
+            if _real_pair(action) is None:
+                raise ModelError(f"Aircraft action for UAV {entity} must be two finite real "
+                                 f"numbers (turn, throttle), got {shown(action)}")
         return events
 
     def on_act(self, ctx: seer.Context, event: Any) -> None:

@@ -62,6 +62,7 @@ import numpy as np
 
 import seer
 from seer.errors import ModelError
+from workloads._args import flag, integer, real, shown
 
 __all__ = ["PCS"]
 
@@ -83,26 +84,30 @@ class PCS(seer.Model):
                  call_duration: float = 180.0, move_interval: float = 4500.0,
                  step_length: float = 30.0, signal_delay: float = 5.0,
                  hotspot_gain: float = 2.0, max_steps: int | None = None) -> None:
-        for name, value in (("width", width), ("height", height), ("channels", channels),
-                            ("portables", portables)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ModelError(f"PCS {name} must be an int >= 1, got {value!r}")
+        p = "PCS"
+        width = integer(p, "width", width, minimum=1)
+        height = integer(p, "height", height, minimum=1)
+        channels = integer(p, "channels", channels, minimum=1)
+        portables = integer(p, "portables", portables, minimum=1)
         if width < 3 or height < 3:
             raise ModelError(f"PCS torus must be at least 3x3, got {width}x{height}")
         super().__init__(width * height)
-        for name, value in (("cost_us", cost_us), ("interaction", interaction),
-                            ("call_interval", call_interval), ("call_duration", call_duration),
-                            ("move_interval", move_interval), ("step_length", step_length),
-                            ("signal_delay", signal_delay)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ModelError(f"PCS {name} must be a finite number > 0, got {value!r}")
-        if not (math.isfinite(hotspot_gain) and hotspot_gain >= 0):
-            raise ModelError(f"PCS hotspot_gain must be finite and >= 0, got {hotspot_gain!r}")
+        cost_us = real(p, "cost_us", cost_us, above=0)
+        hotspot = flag(p, "hotspot", hotspot)
+        interaction = real(p, "interaction", interaction, above=0)
+        seed = integer(p, "seed", seed, minimum=0)
+        call_interval = real(p, "call_interval", call_interval, above=0)
+        call_duration = real(p, "call_duration", call_duration, above=0)
+        move_interval = real(p, "move_interval", move_interval, above=0)
+        step_length = real(p, "step_length", step_length, above=0)
+        signal_delay = real(p, "signal_delay", signal_delay, above=0)
+        hotspot_gain = real(p, "hotspot_gain", hotspot_gain, at_least=0)
+        max_steps = integer(p, "max_steps", max_steps, minimum=1, none=True)
         self.name = f"PCS({width}x{height}, cost={cost_us:g}us)"
         self.width, self.height = width, height
         self.channels = channels
         self.portables = portables
-        self.cost_us = float(cost_us)
+        self.cost_us = cost_us
         self.side = max(2, round(math.sqrt(cost_us) * SIDE_PER_SQRT_US))
         self.call_interval = call_interval
         self.call_duration = call_duration
@@ -232,7 +237,7 @@ class PCS(seer.Model):
             if isinstance(action, bool) or not isinstance(action, (int, np.integer)) \
                     or not 0 <= action < choices:
                 raise ModelError(f"PCS action for cell {entity} must be an int reserve in "
-                                 f"0..{choices - 1}, got {action!r}")
+                                 f"0..{choices - 1}, got {shown(action)}")
         return events
 
     def on_recheck(self, ctx: seer.Context, event: Any) -> None:

@@ -107,7 +107,6 @@ How this port differs from PettingZoo's pursuit, and why:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -116,6 +115,7 @@ import numpy as np
 
 import seer
 from seer.errors import ModelError
+from workloads._args import flag, integer, real, shown
 
 __all__ = ["Pursuit"]
 
@@ -178,24 +178,12 @@ class Shared:
     catch_credit: np.ndarray  # (n_pursuers,) bool: PettingZoo's purs_sur
 
 
-def _int_arg(name: str, value: Any, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ModelError(f"Pursuit {name} must be an int >= {low}, got {value!r}")
-    return int(value)
-
-
-def _bool_arg(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ModelError(f"Pursuit {name} must be a bool, got {value!r}")
-    return bool(value)
+def _int_arg(name: str, value: Any) -> int:
+    return integer("Pursuit", name, value, minimum=1)
 
 
 def _real_arg(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                         np.floating)) \
-            or not math.isfinite(value):
-        raise ModelError(f"Pursuit {name} must be a finite number, got {value!r}")
-    return float(value)
+    return real("Pursuit", name, value)
 
 
 class Pursuit(seer.Model):
@@ -224,21 +212,18 @@ class Pursuit(seer.Model):
         self.x_size = _int_arg("x_size", x_size)
         self.y_size = _int_arg("y_size", y_size)
         self.max_cycles = _int_arg("max_cycles", max_cycles)
-        self.shared_reward = _bool_arg("shared_reward", shared_reward)
+        self.shared_reward = flag("Pursuit", "shared_reward", shared_reward)
         self.n_evaders = _int_arg("n_evaders", n_evaders)
         self.n_pursuers = _int_arg("n_pursuers", n_pursuers)
         self.obs_range = _int_arg("obs_range", obs_range)
         self.n_catch = _int_arg("n_catch", n_catch)
-        self.freeze_evaders = _bool_arg("freeze_evaders", freeze_evaders)
+        self.freeze_evaders = flag("Pursuit", "freeze_evaders", freeze_evaders)
         self.tag_reward = _real_arg("tag_reward", tag_reward)
         self.catch_reward = _real_arg("catch_reward", catch_reward)
         self.urgency_reward = _real_arg("urgency_reward", urgency_reward)
-        self.surround = _bool_arg("surround", surround)
-        cw = _real_arg("constraint_window", constraint_window)
-        if not 0.0 < cw <= 1.0:
-            raise ModelError(f"Pursuit constraint_window must be in (0, 1], got "
-                             f"{constraint_window!r}")
-        self.constraint_window = cw
+        self.surround = flag("Pursuit", "surround", surround)
+        self.constraint_window = real("Pursuit", "constraint_window", constraint_window,
+                                      above=0, at_most=1)
         self.groups = seer.EntityGroups(pursuers=self.n_pursuers, evaders=self.n_evaders)
         super().__init__(len(self.groups))
         self.name = (f"Pursuit({self.x_size}x{self.y_size}, {self.n_pursuers} pursuers, "
@@ -499,12 +484,12 @@ class Pursuit(seer.Model):
             if isinstance(entity, bool) or not isinstance(entity, (int, np.integer)) \
                     or not 0 <= entity < n:
                 raise ModelError(f"Pursuit actions go to pursuers (entities 0..{n - 1}); "
-                                 f"got an action for entity {entity!r}")
+                                 f"got an action for entity {shown(entity)}")
             if isinstance(action, (bool, np.bool_)) \
                     or not isinstance(action, (int, np.integer)) \
                     or not 0 <= action < N_ACTIONS:
                 raise ModelError(f"Pursuit action for pursuer {entity} must be an int in "
-                                 f"0..{N_ACTIONS - 1}, got {action!r}")
+                                 f"0..{N_ACTIONS - 1}, got {shown(action)}")
             chosen[int(entity)] = int(action)
         return [(e, "move", a) for e, a in enumerate(chosen)]
 
