@@ -19,8 +19,8 @@ from typing import Any
 from bench.harness import ALL, PEERS, Part, config_name, label, paired, ratios, table
 from bench.sizes import Sizes
 
-__all__ = ["GOALS_FILE", "Results", "break_even", "goal_rows", "load_goals", "manycore_lines",
-           "memory_section", "scan_pairs", "write_results"]
+__all__ = ["GOALS_FILE", "Results", "also_measured", "break_even", "goal_rows", "load_goals",
+           "manycore_lines", "memory_section", "scan_pairs", "write_results"]
 
 GOALS_FILE = Path(__file__).with_name("goals.toml")
 #: the STPA methods that are not baselines
@@ -360,7 +360,8 @@ def memory_section(r: Results) -> list[str]:
             *table(["workload", *runtimes], rows), ""]
 
 
-def _others(r: Results) -> list[str]:
+def also_measured(r: Results) -> list[str]:
+    """One line per once-run study that ``r`` holds (what each study prints when it ends)."""
     out = []
     if r.stpa is not None:
         m = r.stpa["evaluation"]["methods"]["stpa"]
@@ -395,7 +396,7 @@ def _others(r: Results) -> list[str]:
 def write_results(r: Results, figures: list[str], run: dict, span: str) -> str:
     """The whole of RESULTS.md."""
     out = [*_header(r, run, span), *_goals(r), *_cost(r), *_threads(r), *_peers(r),
-           *memory_section(r), *_others(r)]
+           *memory_section(r), *also_measured(r)]
     out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
                                          for f in figures), ""]
     return "\n".join(out) + "\n"

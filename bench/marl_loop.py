@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PAPER", "PHASES", "draw", "main", "measure", "summary"]
+__all__ = ["PAPER", "PHASES", "draw", "main", "measure"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "marl_loop.json"
@@ -203,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from bench.harness import capacity_now, finish, record
+    from bench.markdown import Results, also_measured
     from bench.sizes import Sizes
 
     args = _parser().parse_args(argv)
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(default_threads)
     result["capacity"]["after"] = capacity_now()
     result["minutes"] = (time.time() - started) / 60
-    finish(args.out, result, summary(result))
+    finish(args.out, result, also_measured(Results(z, {}, marl_loop=result)))
     return 0
 
 
@@ -245,39 +246,6 @@ def _parser() -> argparse.ArgumentParser:
                         default=["aircraft", "pcs"])
     parser.add_argument("--out", type=Path, default=RESULTS)
     return parser
-
-
-# ---------------------------------------------------------------------------- the report
-
-
-def _ms(seconds: float) -> str:
-    return f"{1e3 * seconds:.2f}" if seconds < 0.01 else f"{1e3 * seconds:.1f}"
-
-
-def _change(row: dict, base: dict) -> str:
-    return f"{100 * (row['total'] / base['total'] - 1):+.1f} %"
-
-
-def _table(w: dict[str, Any]) -> list[str]:
-    from bench.harness import table
-
-    base = w["rows"][0]
-    rows = []
-    for r in w["rows"]:
-        cells = [r["label"], *(_ms(r["phases"][k]) for k in PHASES), _ms(r["total"]),
-                 "-" if r is base else _change(r, base)]
-        rows.append(cells)
-    return table(["runtime", *(f"{h} (ms)" for h in PHASES.values()), "loop (ms)",
-                  "loop vs serial"], rows)
-
-
-def summary(result: dict) -> list[str]:
-    """Per workload, the latency breakdown of every loop, as text lines."""
-    out = []
-    for w in result["workloads"].values():
-        out += [f"{w['model']}: {w['agents']} agents, observation size {w['obs_dim']}", "",
-                *_table(w), ""]
-    return out
 
 
 def draw(result: dict, figures: Path) -> list[str]:

@@ -7,8 +7,8 @@ one process: throughput, the cost of the Dask round trip, and bit-identity.
 Per K replicas x T threads: one in-process runtime, K in-process runtimes stepped in turn,
 and K on Dask (:class:`~seer.distributed.ReplicaEnvs`), taking turns step by step, with
 whether the Dask outputs equal the in-process ones bit for bit. The round trip's cost is
-the same on a tiny model (calls direct to the workers and relayed by the scheduler), and
-the worker profiler's cost its batch time on and off. Reading them: docs/distributed.md.
+the same on a tiny model (calls direct to the workers and relayed by the scheduler).
+Reading them: docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -152,31 +152,6 @@ def overhead(k: int, steps: int, bar: Any) -> dict[str, Any]:
             "overhead_via_scheduler_s": s["via_scheduler"] - s["in_process"]}
 
 
-def profiler(spec: str, kwargs: dict, k: int, threads: int, steps: int,
-             bar: Any) -> dict[str, Any]:
-    """Batch time with Dask's worker profiler off (ReplicaEnvs' setting) and on: two
-    clusters side by side, stepped in turns."""
-    from distributed import Client
-
-    from seer.distributed import ReplicaEnvs, local_cluster
-
-    clusters = [local_cluster(k, config={"distributed.worker.profile.enabled": on})
-                for on in (False, True)]
-    try:
-        with Client(clusters[0], direct_to_workers=True) as c_off, \
-                Client(clusters[1], direct_to_workers=True) as c_on, \
-                ReplicaEnvs(spec, kwargs, replicas=k, threads=threads, client=c_off) as off, \
-                ReplicaEnvs(spec, kwargs, replicas=k, threads=threads, client=c_on) as on:
-            actions = _actions(spec, k, off.n_agents, steps + 1)
-            s = _interleaved({"off": _OnDask(off, actions), "on": _OnDask(on, actions)},
-                             steps, bar)
-    finally:
-        for cluster in clusters:
-            cluster.close()
-    return {"replicas": k, "threads": threads, "profiler_off_s": s["off"],
-            "profiler_on_s": s["on"]}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (seconds)")
@@ -186,13 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     parser.add_argument("--overhead-steps", type=int, default=200)
-    parser.add_argument("--no-profiler", action="store_true",
-                        help="skip the profiler on/off comparison")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     if args.smoke:
         args.uavs, args.cost, args.replicas, args.threads = 20, 30.0, [2], [1]
-        args.steps, args.overhead_steps, args.no_profiler = 4, 20, True
+        args.steps, args.overhead_steps = 4, 20
     from tqdm import tqdm
 
     # Dask logs every scheduler, nanny and worker start and stop at INFO: keep the
@@ -202,43 +175,29 @@ def main(argv: list[str] | None = None) -> int:
     spec = "workloads.aircraft:Aircraft"
     kwargs = {"n_uavs": args.uavs, "cost_us": args.cost}
     configs = [(k, t) for k in args.replicas for t in args.threads]
-    profile = None if args.no_profiler else (max(args.replicas), max(args.threads))
-    total = len(configs) * args.steps + args.overhead_steps + (args.steps if profile else 0)
+    total = len(configs) * args.steps + args.overhead_steps
     result: dict[str, Any] = {"model": {"spec": spec, "kwargs": kwargs},
-                              "steps": args.steps, "throughput": [], "overhead": None,
-                              "profiler": None}
+                              "steps": args.steps, "throughput": [], "overhead": None}
     with tqdm(total=total, desc="bench.replicas", unit="step", file=sys.stderr) as bar:
         for k, t in configs:
             bar.set_postfix_str(f"{k} replicas x {t} threads")
             result["throughput"].append(throughput(spec, kwargs, k, t, args.steps, bar))
         bar.set_postfix_str("round-trip overhead")
         result["overhead"] = overhead(max(args.replicas), args.overhead_steps, bar)
-        if profile:
-            bar.set_postfix_str("profiler on/off")
-            result["profiler"] = profiler(spec, kwargs, *profile, args.steps, bar)
     result.update(record("bench.replicas", argv))
     finish(Path(args.out), result, summary(result))
     return 0
 
 
 def summary(result: dict) -> list[str]:
-    """The throughput rows and the round trip's cost, as text lines."""
-    from bench.harness import table
+    """The report's line of this study, and the round trip's cost."""
+    from bench.markdown import Results, also_measured
+    from bench.sizes import Sizes
 
-    rows = [[f"{r['replicas']} x {r['threads']}", f"{r['one_runtime_steps_per_s']:.1f}",
-             f"{r['sequential_replica_steps_per_s']:.1f}", f"{r['dask_replica_steps_per_s']:.1f}",
-             "yes" if r["identical"] else "NO"] for r in result["throughput"]]
-    out = table(["replicas x threads", "one runtime, steps/s", "K in turn, replica-steps/s",
-                 "K on Dask, replica-steps/s", "bit-identical"], rows)
-    if result.get("overhead"):
-        o = result["overhead"]
-        out.append(f"round trip: {1e3 * o['overhead_direct_s']:.2f} ms per batch direct to "
-                   f"the workers, {1e3 * o['overhead_via_scheduler_s']:.2f} ms via the scheduler")
-    if result.get("profiler"):
-        p = result["profiler"]
-        out.append(f"worker profiler off {1e3 * p['profiler_off_s']:.2f} ms, on "
-                   f"{1e3 * p['profiler_on_s']:.2f} ms per batch")
-    return out
+    o = result["overhead"]
+    return [*also_measured(Results(Sizes("fast"), {}, replicas=result)),
+            f"round trip: {1e3 * o['overhead_direct_s']:.2f} ms per batch direct to the "
+            f"workers, {1e3 * o['overhead_via_scheduler_s']:.2f} ms via the scheduler"]
 
 
 def draw(result: dict, figures: Path) -> list[str]:
