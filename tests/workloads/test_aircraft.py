@@ -125,3 +125,14 @@ def test_actions_as_arrays_and_numpy_numbers_are_taken():
         rt.step([(np.float32(0.5), np.int64(1)), [0, 0], (2.5, -3), None])  # clipped
         rt.step({1: np.array([0, 1], np.int16)})
         assert rt.step_index == 3
+
+
+@pytest.mark.parametrize(("joint", "uav"), [
+    (np.array([[0, 0], [0, 0], [np.nan, 0], [0, 0]]), 2),
+    (np.array([[0, 0], [0, 0], [0, 1j], [0, 0]]), 0),  # the whole array is complex
+    (np.ma.masked_array(np.zeros((4, 2)), [[0, 0], [0, 0], [1, 0], [0, 0]]), 0),
+    (np.array([["0", "0"]] * 4), 0),
+], ids=["nan", "complex", "masked", "strings"])
+def test_a_bad_joint_array_names_its_first_bad_uav(joint, uav):
+    with pytest.raises(seer.ModelError, match=rf"^Aircraft action for UAV {uav} must be two "):
+        Aircraft(4, cost_us=70).action_events(joint)

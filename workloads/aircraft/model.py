@@ -74,24 +74,26 @@ def load_tracks() -> np.ndarray:
 _REALS = (int, float, np.integer, np.floating)
 
 
-def _real_pair(action: Any) -> np.ndarray | None:
-    """``action`` as a float64 array of two finite numbers, or None if it is not one."""
+def _real_pair(action: Any) -> bool:
+    """Whether ``action`` is two finite real numbers (see :meth:`Aircraft.action_events`)."""
+    if action.__class__ is tuple and len(action) == 2:  # the common case, without numpy
+        turn, throttle = action
+        if turn.__class__ is float and throttle.__class__ is float:
+            return math.isfinite(turn) and math.isfinite(throttle)
     if type(action) is np.ndarray:  # exactly: a masked array (a subclass) is refused
         if action.dtype.kind not in "iuf":
-            return None
+            return False
     elif isinstance(action, (tuple, list)):
         if len(action) != 2 or not all(isinstance(x, _REALS) and not isinstance(x, bool)
                                         for x in action):
-            return None
+            return False
     else:
-        return None
+        return False
     try:
         pair = np.asarray(action, np.float64)
     except OverflowError:  # an int beyond the float range
-        return None
-    if pair.shape != (2,) or not np.isfinite(pair).all():
-        return None
-    return pair
+        return False
+    return pair.shape == (2,) and bool(np.isfinite(pair).all())
 
 
 class Aircraft(seer.Model):
@@ -217,8 +219,11 @@ class Aircraft(seer.Model):
         with the UAV named: NaN or inf would poison the UAV's state for the rest of the
         episode, and a complex or masked value would silently lose a part."""
         events = super().action_events(actions)
+        if type(actions) is np.ndarray and actions.dtype.kind in "iuf" \
+                and actions.shape == (len(events), 2) and np.isfinite(actions).all():
+            return events  # a policy's (agents, 2) array, checked at once
         for entity, _, action in events:
-            if _real_pair(action) is None:
+            if not _real_pair(action):
                 raise ModelError(f"Aircraft action for UAV {entity} must be two finite real "
                                  f"numbers (turn, throttle), got {shown(action)}")
         return events
