@@ -1,0 +1,618 @@
+"""Ctrl-C at chosen moments of a runtime operation, in a child process (issue 33).
+
+The rule checked: a SIGINT may surface as KeyboardInterrupt from ``step()``, ``reset()``
+or ``close()``, or not at all if the operation finished; never as another exception, never
+a hang. After a KeyboardInterrupt out of ``step()``/``reset()`` the next ``step()`` refuses
+with a :class:`~seer.errors.RuntimeStateError` that says reset is needed, and ``reset()``
+then gives the serial runtime's episode bit for bit. ``close()`` always closes, and the
+runtime's threads are gone afterwards.
+
+Usage (each prints one ``result`` line per injection and exits 0 only if all passed)::
+
+    python -m tests.sched.interrupt_probe KIND OPERATION K       # the K-th line event
+    python -m tests.sched.interrupt_probe KIND OPERATION A-B[:S]  # K = A, A+S, ..., B
+    python -m tests.sched.interrupt_probe KIND OPERATION count    # dry run: line events
+    python -m tests.sched.interrupt_probe KIND OPERATION lines[:I/N]  # every distinct line
+    python -m tests.sched.interrupt_probe storm KIND              # storm child (see below)
+    python -m tests.sched.interrupt_probe drop KIND error|interrupt  # drop after a failure
+    python -m tests.sched.interrupt_probe --minutes M [KIND ...]  # SIGINT storm driver
+
+KIND is a runtime name of :data:`seer.sched.RUNTIMES` or ``all``; OPERATION is ``step``,
+``reset``, ``close`` or ``all``. A *line event* is one ``sys.settrace`` line event on the
+main thread in a file of the ``seer`` package during OPERATION; at the chosen one the
+tracer calls ``signal.raise_signal(SIGINT)``, so the SIGINT handler in force at that moment
+decides what happens, as with a real Ctrl-C. ``lines`` injects at the first occurrence of
+every distinct (file, line) that a dry run met (shard I of N: every N-th of them).
+
+The storm child steps a tiny model while its parent sends SIGINT every 1-20 ms; it
+recovers by the rule above after each KeyboardInterrupt, compares every finished step with
+serial, and stops at SIGUSR1 with one more clean episode.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import seer
+from seer.sched import RUNTIMES
+from seer.testing import RandomModel
+
+SEER_DIR = os.path.dirname(os.path.abspath(seer.__file__)) + os.sep
+ROOT = os.path.dirname(SEER_DIR.rstrip(os.sep))
+#: Every runtime kind seer itself registers (a test may register more; those are not ours).
+KINDS = tuple(sorted(n for n, cls in RUNTIMES.items() if cls.__module__.startswith("seer.")))
+OPERATIONS = ("step", "reset", "close")
+THREADS = 2
+SEED, OTHER_SEED = 7, 11
+STEPS = 3  # steps of the episode compared with serial
+#: Seconds one injection (build, warm-up, operation, recovery, close) may take before the
+#: child dumps every thread's stack and exits: a hang.
+INJECTION_TIMEOUT = 20.0
+THREAD_WAIT = 2.0  # seconds for a closed or dropped runtime's threads to end
+
+
+class ProbeFailure(Exception):
+    """A broken promise; the message is the one-line reason."""
+
+
+def make_model() -> RandomModel:
+    """A tiny model: a handful of entities, cross-entity events, two windows a step."""
+    return RandomModel(8, seed=3, fanout=2, ttl=2, lookahead=0.5)
+
+
+def make_runtime(kind: str, model: RandomModel) -> seer.Runtime:
+    return seer.make_runtime(model, kind, threads=THREADS)
+
+
+def _digest(result: Any) -> bytes:
+    parts = [np.ascontiguousarray(np.asarray(o)).tobytes() for o in result.observations]
+    for array in (result.rewards, result.terminations, result.truncations):
+        parts.append(np.ascontiguousarray(array).tobytes())
+    return b"|".join(parts)
+
+
+def _state(rt: seer.Runtime) -> bytes:
+    return b"|".join(np.ascontiguousarray(rt.state[n]).tobytes() for n in rt.state.names)
+
+
+@dataclass
+class Reference:
+    """Serial's episode from ``reset(SEED)``: each result's digest, and the final state."""
+
+    actions: list
+    results: list[bytes] = field(default_factory=list)
+    state: bytes = b""
+    other_reset: bytes = b""  # serial's reset(OTHER_SEED) outputs
+
+    @classmethod
+    def build(cls, model: RandomModel) -> Reference:
+        ref = cls([model.sample_actions(t) for t in range(STEPS + 1)])
+        rt = seer.SerialRuntime(model)
+        ref.other_reset = _digest(rt.reset(OTHER_SEED))
+        ref.results.append(_digest(rt.reset(SEED)))
+        for t in range(STEPS):
+            ref.results.append(_digest(rt.step(ref.actions[t])))
+        ref.state = _state(rt)
+        rt.close()
+        return ref
+
+
+def _live_threads() -> int:
+    return threading.active_count()
+
+
+def wait_for_threads(baseline: int, what: str) -> None:
+    """Raise :class:`ProbeFailure` unless the thread count is back to ``baseline`` soon."""
+    deadline = time.monotonic() + THREAD_WAIT
+    while _live_threads() > baseline and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if _live_threads() > baseline:
+        names = sorted(t.name for t in threading.enumerate()
+                       if t is not threading.main_thread())
+        raise ProbeFailure(f"leaked threads {what}: {_live_threads()} alive, baseline "
+                           f"{baseline} ({', '.join(names)[:300]})")
+
+
+def _check_message(exc: BaseException, during: str) -> None:
+    """A RuntimeStateError that reports a wedge fails at once, with its message."""
+    text = str(exc).splitlines()[0] if str(exc) else repr(exc)
+    if isinstance(exc, seer.RuntimeStateError) and "already running" in text:
+        raise ProbeFailure(f"wedged ({during}): {text}")
+    raise ProbeFailure(f"wrong exception ({during}): {type(exc).__name__}: {text}")
+
+
+def run_episode(rt: seer.Runtime, ref: Reference, what: str) -> None:
+    """``reset(SEED)`` and ``STEPS`` steps; every result and the final state must equal
+    serial's."""
+    try:
+        got = [_digest(rt.reset(SEED))]
+        for t in range(STEPS):
+            got.append(_digest(rt.step(ref.actions[t])))
+    except Exception as exc:
+        _check_message(exc, what)
+    for t, (a, b) in enumerate(zip(got, ref.results, strict=True)):
+        if a != b:
+            raise ProbeFailure(f"{what}: result {t} differs from serial")
+    if _state(rt) != ref.state:
+        raise ProbeFailure(f"{what}: final state differs from serial")
+
+
+def expect_reset_needed(rt: seer.Runtime, ref: Reference, op: str,
+                        storm: bool = False) -> None:
+    """After a KeyboardInterrupt out of ``op``: step() refuses, saying reset is needed.
+    In a ``storm`` a KeyboardInterrupt of this step() is another Ctrl-C: it propagates."""
+    try:
+        rt.step(ref.actions[0])
+    except KeyboardInterrupt:
+        if storm:
+            raise
+        raise ProbeFailure(f"a second KeyboardInterrupt, from the step() after the one "
+                           f"from {op}(), with only one SIGINT sent") from None
+    except seer.RuntimeStateError as exc:
+        text = str(exc).splitlines()[0]
+        if "already running" in text:
+            raise ProbeFailure(f"wedged (step() after KeyboardInterrupt from {op}()): "
+                               f"{text}") from None
+        if "reset" not in text:
+            raise ProbeFailure(f"step() after KeyboardInterrupt from {op}() refused "
+                               f"without saying reset is needed: {text}") from None
+        return
+    except BaseException as exc:
+        _check_message(exc, f"step() after KeyboardInterrupt from {op}()")
+    raise ProbeFailure(f"step() after KeyboardInterrupt from {op}() ran without reset()")
+
+
+# -- the tracer ----------------------------------------------------------------------------
+class Injector:
+    """A ``sys.settrace`` tracer of the main thread's line events in ``seer`` files.
+
+    ``target`` is the K (int) or the (file, line) to raise SIGINT at; None counts only,
+    recording the first K of every distinct (file, line) in ``first``."""
+
+    def __init__(self, target: int | tuple[str, int] | None) -> None:
+        self.target = target
+        self.count = 0
+        self.first: dict[tuple[str, int], int] = {}
+        self.fired: tuple[int, str, int] | None = None
+
+    def __enter__(self) -> Injector:
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(None)
+
+    def _call(self, frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename.startswith(SEER_DIR):
+            return self._line
+        return None
+
+    def _line(self, frame: Any, event: str, arg: Any) -> Any:
+        if event != "line" or self.fired is not None:
+            return self._line
+        self.count += 1
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        target = self.target
+        if target is None:
+            self.first.setdefault(key, self.count)
+        elif target == self.count or target == key:
+            self.fired = (self.count, *key)
+            # os.write: no Python frame, so a hang right after still shows where it fired
+            os.write(1, f"fired {self.count} {where(*key)}\n".encode())
+            signal.raise_signal(signal.SIGINT)  # the handler in force decides
+        return self._line
+
+
+def where(path: str, line: int) -> str:
+    return f"{os.path.relpath(path, ROOT)}:{line}"
+
+
+# -- one injection -------------------------------------------------------------------------
+def _operation(rt: seer.Runtime, op: str, ref: Reference) -> Any:
+    if op == "step":
+        return rt.step(ref.actions[1])
+    if op == "reset":
+        return rt.reset(OTHER_SEED)
+    return rt.close()
+
+
+def inject(kind: str, op: str, target: int | tuple[str, int] | None,
+           ref: Reference) -> tuple[str, Injector]:
+    """One injection on a new runtime; returns ``("ok" | "miss", injector)`` (miss: the
+    target was not reached) or raises :class:`ProbeFailure`."""
+    baseline = _live_threads()
+    model = make_model()
+    rt = make_runtime(kind, model)
+    try:
+        rt.reset(SEED)
+        expected = _digest(rt.step(ref.actions[0]))
+        if expected != ref.results[1]:
+            raise ProbeFailure("warm-up step differs from serial")
+        interrupted = False
+        injector = Injector(target)
+        try:
+            with injector:
+                result = _operation(rt, op, ref)
+        except KeyboardInterrupt:
+            interrupted = True
+        except BaseException as exc:
+            _check_message(exc, f"{op}()")
+        if interrupted and injector.fired is None:
+            raise ProbeFailure(f"KeyboardInterrupt from {op}() without any SIGINT")
+        if op == "close":
+            _after_close(rt, ref, baseline)
+            return ("ok" if injector.fired else "miss"), injector
+        if interrupted:
+            expect_reset_needed(rt, ref, op)
+        elif op == "step" and _digest(result) != ref.results[2]:
+            raise ProbeFailure("step() finished without KeyboardInterrupt but its result "
+                               "differs from serial")
+        elif op == "reset" and _digest(result) != ref.other_reset:
+            raise ProbeFailure("reset() finished without KeyboardInterrupt but its result "
+                               "differs from serial")
+        run_episode(rt, ref, f"reset() and {STEPS} steps after the interrupt")
+    finally:
+        try:
+            rt.close()
+        except BaseException as exc:
+            _check_message(exc, "close() at the end")
+    wait_for_threads(baseline, "after close()")
+    return ("ok" if injector.fired else "miss"), injector
+
+
+def _after_close(rt: seer.Runtime, ref: Reference, baseline: int) -> None:
+    """Whatever close() raised, the runtime is closed and its threads are gone."""
+    wait_for_threads(baseline, "after an interrupted close()")
+    try:
+        rt.step(ref.actions[1])
+    except seer.RuntimeStateError as exc:
+        text = str(exc).splitlines()[0]
+        if "closed" not in text:
+            raise ProbeFailure(f"step() after close() refused without saying closed: "
+                               f"{text}") from None
+    except BaseException as exc:
+        _check_message(exc, "step() after close()")
+    else:
+        raise ProbeFailure("step() ran after close()")
+
+
+def dry_run(kind: str, op: str, ref: Reference) -> Injector:
+    """Count the operation's line events (nothing is injected)."""
+    return inject(kind, op, None, ref)[1]
+
+
+def _targets(spec: str, kind: str, op: str,
+             ref: Reference) -> list[int | tuple[str, int]]:
+    if spec.startswith("lines"):
+        shard, n_shards = 0, 1
+        if ":" in spec:
+            shard_text, _, count_text = spec[6:].partition("/")
+            shard, n_shards = int(shard_text), int(count_text)
+            if not 0 <= shard < n_shards:
+                raise SystemExit(f"bad shard {spec!r}: need lines:I/N with 0 <= I < N")
+        lines = sorted(dry_run(kind, op, ref).first.items(), key=lambda kv: kv[1])
+        return [key for i, (key, _) in enumerate(lines) if i % n_shards == shard]
+    first, _, stride = spec.partition(":")
+    low, _, high = first.partition("-")
+    try:
+        a, b, s = int(low), int(high or low), int(stride or 1)
+    except ValueError:
+        raise SystemExit(f"bad K {spec!r}: need K, A-B, A-B:S, count or lines[:I/N]") from None
+    if a < 1 or b < a or s < 1:
+        raise SystemExit(f"bad K {spec!r}: need 1 <= A <= B and S >= 1")
+    return list(range(a, b + 1, s))
+
+
+def _label(target: int | tuple[str, int] | None) -> str:
+    return f"K={target}" if isinstance(target, int) else f"line={where(*target)}"
+
+
+def sweep(kind: str, op: str, spec: str) -> int:
+    """Run the injections ``spec`` names; print one ``result`` line each; the exit code."""
+    ref = Reference.build(make_model())
+    if spec == "count":
+        injector = dry_run(kind, op, ref)
+        print(f"count {kind} {op} {injector.count} events {len(injector.first)} lines",
+              flush=True)
+        return 0
+    failures = 0
+    for target in _targets(spec, kind, op, ref):
+        label = _label(target)
+        print(f"begin {kind} {op} {label}", flush=True)
+        faulthandler.dump_traceback_later(INJECTION_TIMEOUT, exit=True)
+        try:
+            status, injector = inject(kind, op, target, ref)
+        except ProbeFailure as exc:
+            failures += 1
+            print(f"result {kind} {op} {label} FAIL {exc}", flush=True)
+        else:
+            at = where(*injector.fired[1:]) if injector.fired else "-"
+            k = injector.fired[0] if injector.fired else injector.count
+            print(f"result {kind} {op} {label} {status.upper()} K={k} at {at}", flush=True)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+    print(f"done {kind} {op} failures={failures}", flush=True)
+    return 1 if failures else 0
+
+
+# -- dropping a failed runtime -----------------------------------------------------------
+class FailsAtStep1(RandomModel):
+    """At step 1 a handler fails: with ``ValueError`` (``how="error"``), or by a Ctrl-C
+    (``how="interrupt"``: SIGINT simulated on the main thread, once)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(20, seed=2)
+        self.how = how
+        self.interrupted = False
+
+    def on_act(self, ctx: Any, event: Any) -> None:
+        if int(ctx.now) == 1:  # every entity: the failure reaches every thread
+            if self.how == "error":
+                raise ValueError("handler bug")
+            if not self.interrupted:
+                self.interrupted = True
+                import _thread
+
+                _thread.interrupt_main()
+        super().on_act(ctx, event)
+
+
+def drop_child(kind: str, how: str, drops: int = 5) -> int:
+    """Build ``kind`` on :class:`FailsAtStep1`, fail a step, drop the runtime; with the
+    collector disabled, the thread count must be back to its baseline soon after each
+    drop. Prints ``drop ok`` or ``drop FAIL reason``."""
+    import gc
+
+    expected = {"error": seer.HandlerError, "interrupt": KeyboardInterrupt}[how]
+    baseline = _live_threads()
+    gc.disable()
+    try:
+        for i in range(drops):
+            model = FailsAtStep1(how)
+            rt = seer.make_runtime(model, kind, threads=3)
+            rt.reset(0)
+            try:
+                for t in range(3):
+                    rt.step(model.sample_actions(t))
+            except expected:
+                pass
+            else:
+                print(f"drop FAIL no {expected.__name__} from the failing step", flush=True)
+                return 1
+            del rt, model
+            wait_for_threads(baseline, f"after dropping {i + 1} failed runtime(s) without "
+                                       f"the collector")
+    except ProbeFailure as exc:
+        print(f"drop FAIL {exc}", flush=True)
+        return 1
+    print(f"drop ok {drops} drops, {_live_threads()} thread(s)", flush=True)
+    return 0
+
+
+# -- the storm -------------------------------------------------------------------------------
+def _from_operation(exc: BaseException | None) -> str | None:
+    """``"step"``/``"reset"`` when ``exc`` (or an exception it was raised while handling)
+    came out of that runtime call, else None: it landed in the storm's own code, just
+    before the call began or just after it returned."""
+    while exc is not None:
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename.startswith(SEER_DIR):
+                if code.co_name in ("step", "reset") and code.co_filename.endswith(
+                        "runtime.py"):
+                    return code.co_name
+                break
+            tb = tb.tb_next
+        exc = exc.__context__
+    return None
+
+
+def _interruptible(call: Any, *args: Any) -> Any:
+    """``call(*args)`` with SIGINT's default handler; outside such calls the storm child
+    ignores SIGINT, so that its own bookkeeping is never interrupted and every
+    KeyboardInterrupt it sees came out of a runtime call or from right beside one."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return call(*args)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def storm_child(kind: str) -> int:
+    """Step until SIGUSR1; recover after every KeyboardInterrupt. Exit code 0: no broken
+    promise; prints ``storm ok interrupts=N ...`` (or ``storm FAIL reason ...``).
+
+    A KeyboardInterrupt out of step()/reset() after which step() runs without a reset is
+    counted (``unrefused``) and fails the storm at the end; a wedge, another exception or a
+    result that differs from serial fails it at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: stop.set())
+    model = make_model()
+    ref = Reference.build(model)
+    baseline = _live_threads()
+    rt = make_runtime(kind, model)
+    counts = {"interrupts": 0, "from_step": 0, "from_reset": 0, "outside": 0,
+              "unrefused": 0, "episodes": 0, "steps": 0}
+    needs_check: str | None = None
+    print("storm ready", flush=True)
+
+    def summary() -> str:
+        return " ".join(f"{k}={v}" for k, v in counts.items())
+
+    try:
+        while not stop.is_set():
+            try:
+                if needs_check is not None:
+                    op, needs_check = needs_check, None
+                    try:
+                        _interruptible(expect_reset_needed, rt, ref, op, True)
+                    except ProbeFailure as exc:
+                        if "ran without reset()" not in str(exc):
+                            raise
+                        counts["unrefused"] += 1
+                got = _digest(_interruptible(rt.reset, SEED))
+                if got != ref.results[0]:
+                    raise ProbeFailure("reset() result differs from serial")
+                for t in range(STEPS):
+                    got = _digest(_interruptible(rt.step, ref.actions[t]))
+                    if got != ref.results[t + 1]:
+                        raise ProbeFailure(f"step {t} result differs from serial")
+                    counts["steps"] += 1
+                if _state(rt) != ref.state:
+                    raise ProbeFailure("final state differs from serial")
+                counts["episodes"] += 1
+            except KeyboardInterrupt as exc:
+                counts["interrupts"] += 1
+                op = _from_operation(exc)
+                counts[f"from_{op}" if op else "outside"] += 1
+                needs_check = op
+            except Exception as exc:
+                if isinstance(exc, ProbeFailure):
+                    raise
+                _check_message(exc, "storm")
+        # The parent has stopped signalling: one clean episode, then close.
+        if needs_check is not None:
+            expect_reset_needed(rt, ref, needs_check)
+        run_episode(rt, ref, "the episode after the storm")
+        rt.close()
+        wait_for_threads(baseline, "after the storm")
+        if counts["unrefused"]:
+            raise ProbeFailure(f"{counts['unrefused']} time(s) step() ran without reset() "
+                               "after a KeyboardInterrupt out of step() or reset()")
+    except ProbeFailure as exc:
+        print(f"storm FAIL {exc} {summary()}", flush=True)
+        return 1
+    print(f"storm ok {summary()}", flush=True)
+    return 0
+
+
+@dataclass
+class StormResult:
+    kind: str
+    sent: int
+    returncode: int | None  # None: it hung (killed)
+    report: str  # the child's last line, or what the hang looked like
+
+
+def storm(kind: str, seconds: float, min_ms: float = 1.0, max_ms: float = 20.0,
+          rng: random.Random | None = None, hang_after: float = 30.0) -> StormResult:
+    """Run a storm child for ``kind``, sending SIGINT every ``min_ms``..``max_ms`` for
+    ``seconds``; a child that does not finish ``hang_after`` seconds after SIGUSR1 hung
+    (its stacks, from faulthandler, are in the report)."""
+    rng = rng or random.Random(0)
+    child = subprocess.Popen([sys.executable, "-m", "tests.sched.interrupt_probe", "storm",
+                              kind], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    sent = 0
+    try:
+        ready = child.stdout.readline()
+        if not ready.startswith("storm ready"):
+            child.wait(hang_after)
+            return StormResult(kind, 0, child.returncode,
+                               f"did not start: {ready.strip()} {child.stderr.read()[-500:]}")
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and child.poll() is None:
+            child.send_signal(signal.SIGINT)
+            sent += 1
+            time.sleep(rng.uniform(min_ms, max_ms) / 1000)
+        if child.poll() is None:
+            child.send_signal(signal.SIGUSR1)
+        try:
+            out, err = child.communicate(timeout=hang_after)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGUSR2)  # faulthandler: every thread's stack
+            time.sleep(0.5)
+            child.kill()
+            out, err = child.communicate()
+            stacks = " | ".join(line.strip() for line in err.splitlines()
+                                if line.strip().startswith(("File", "Thread", "Current")))
+            return StormResult(kind, sent, None, f"hang: {stacks[-1500:]}")
+        lines = out.strip().splitlines()
+        report = lines[-1] if lines else f"no output; stderr: {err.strip()[-500:]}"
+        if "Exception ignored" in err:
+            ignored = next(line for line in err.splitlines() if "Exception ignored" in line)
+            report += f" | stderr: {ignored.strip()}"
+        return StormResult(kind, sent, child.returncode, report)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def storm_driver(argv: list[str]) -> int:
+    """``--minutes M [KIND ...]``: storm every kind (default: all) at once for M minutes;
+    one line per kind with the signals sent; exit 0 if no kind broke a promise."""
+    i = argv.index("--minutes")
+    try:
+        minutes = float(argv[i + 1])
+    except (IndexError, ValueError):
+        raise SystemExit("--minutes needs a number of minutes") from None
+    kinds = argv[:i] + argv[i + 2:] or list(KINDS)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise SystemExit(f"unknown runtime kind(s) {bad}; choose from {list(KINDS)}")
+    results: dict[str, StormResult] = {}
+
+    def one(index: int, kind: str) -> None:
+        results[kind] = storm(kind, minutes * 60, rng=random.Random(index))
+
+    threads = [threading.Thread(target=one, args=(i, k)) for i, k in enumerate(kinds)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failed = 0
+    for kind in kinds:
+        r = results[kind]
+        ok = r.returncode == 0 and "Exception ignored" not in r.report
+        failed += not ok
+        print(f"{kind}: {'ok' if ok else 'FAIL'} sent={r.sent} rc={r.returncode} {r.report}",
+              flush=True)
+    print(f"storm {minutes} min: {sum(r.sent for r in results.values())} SIGINTs sent, "
+          f"{failed} of {len(kinds)} kinds failed", flush=True)
+    return 1 if failed else 0
+
+
+def main(argv: list[str]) -> int:
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
+    if "--minutes" in argv:
+        return storm_driver(argv)
+    if len(argv) == 3 and argv[0] == "drop":
+        if argv[1] not in KINDS or argv[2] not in ("error", "interrupt"):
+            raise SystemExit(f"usage: drop KIND error|interrupt; kinds: {list(KINDS)}")
+        return drop_child(argv[1], argv[2])
+    if len(argv) == 2 and argv[0] == "storm":
+        if argv[1] not in KINDS:
+            raise SystemExit(f"unknown runtime kind {argv[1]!r}; choose from {list(KINDS)}")
+        return storm_child(argv[1])
+    if len(argv) != 3:
+        raise SystemExit(__doc__.split("Usage")[1].split("KIND is")[0].strip())
+    kind, op, spec = argv
+    kinds = list(KINDS) if kind == "all" else [kind]
+    ops = list(OPERATIONS) if op == "all" else [op]
+    if any(k not in KINDS for k in kinds):
+        raise SystemExit(f"unknown runtime kind {kind!r}; choose from {list(KINDS)} or all")
+    if any(o not in OPERATIONS for o in ops):
+        raise SystemExit(f"unknown operation {op!r}; choose from {list(OPERATIONS)} or all")
+    rc = 0
+    for k in kinds:
+        for o in ops:
+            rc |= sweep(k, o, spec)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
