@@ -20,6 +20,13 @@ further with stale data; :meth:`ReplicaEnvs.restart_lost` rebuilds it on a live 
 replays its seed and recorded actions, so its state is exactly what it was. An error
 raised on a worker (a factory that fails, a handler that fails, an action the model
 rejects) arrives as :class:`ReplicaError` with the remote traceback's text.
+
+Who may reach the replicas: anyone who can connect to the cluster's scheduler or workers
+can run any code there as the user running them (a Dask client submits pickled functions;
+a replica imports whatever ``module:callable`` it is given and unpickles its actions). The
+embedded cluster listens on 127.0.0.1 only, which other users of the same machine can
+still reach; ``security=True`` (or a :class:`distributed.Security`) makes it TLS-only
+with mutual certificate checks (``docs/distributed.md``, "Who can reach the replicas").
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from typing import Any
 
 import dask
 import numpy as np
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Security
 
 from seer.errors import ModelError, RuntimeStateError, SeerError
 from seer.sched import make_runtime
@@ -51,6 +58,7 @@ __all__ = [
     "ReplicaEnvs",
     "ReplicaError",
     "ReplicaLostError",
+    "check_security",
     "local_cluster",
 ]
 
@@ -228,21 +236,66 @@ def _gil_disabled() -> bool:
 
 
 def local_cluster(workers: int, *, config: Mapping[str, Any] | None = None,
-                  **options: Any) -> LocalCluster:
+                  security: Security | bool | None = None, **options: Any) -> LocalCluster:
     """The embedded cluster of :class:`ReplicaEnvs`: ``workers`` worker processes on this
     machine, one Dask task thread each, listening on 127.0.0.1 only, with
     :data:`WORKER_CONFIG` (updated by ``config``) applied and no dashboard. Its HTTP
-    endpoint (health checks) takes a free port rather than 8787, so that several clusters
-    (other users', tests') never collide. ``options`` go to
-    :class:`distributed.LocalCluster`."""
+    endpoint (health checks and read-only status pages, plain HTTP) takes a free port
+    rather than 8787, so that several clusters (other users', tests') never collide.
+
+    ``security``: None or False, plain TCP; True, TLS with a fresh self-signed certificate
+    held in memory by this process and the workers it starts
+    (:meth:`distributed.Security.temporary`, needs ``cryptography``); a
+    :class:`distributed.Security` with ``require_encryption=True`` and certificates for
+    the client, scheduler and workers, TLS with those (checked by
+    :func:`check_security`). A client of the cluster (``Client(cluster)``) takes its
+    security from it. ``options`` go to :class:`distributed.LocalCluster`."""
     settings: dict[str, Any] = {
         "n_workers": workers, "threads_per_worker": 1, "processes": True,
         "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0",
         "scheduler_kwargs": {"dashboard": False}, "silence_logs": logging.ERROR}
     settings.update(options)
+    security = check_security(security)
+    if security is not None:
+        settings["security"] = security  # LocalCluster then listens on tls:// only
     # The nannies pass the config to their workers (also to those they restart).
     with dask.config.set({**WORKER_CONFIG, **(config or {})}):
         return LocalCluster(**settings)
+
+
+#: The certificates every member of an embedded TLS cluster needs (a key may be appended
+#: to its certificate file, so the ``tls_*_key`` fields are optional).
+_TLS_NEEDED = ("tls_ca_file", "tls_client_cert", "tls_scheduler_cert", "tls_worker_cert")
+_TLS_FILES = (*_TLS_NEEDED, "tls_client_key", "tls_scheduler_key", "tls_worker_key")
+
+
+def check_security(security: Security | bool | None) -> Security | bool | None:
+    """``security`` as :func:`local_cluster` takes it (None for False), or
+    :class:`~seer.ModelError` naming what is wrong: not a :class:`distributed.Security`,
+    True or None; encryption not required; a certificate missing; a file that does not
+    exist. Certificates and keys may be file paths or PEM text."""
+    if security is None or security is False:
+        return None
+    if security is True:
+        return True
+    if not isinstance(security, Security):
+        raise ModelError("security must be a distributed.Security, True (TLS with a fresh "
+                         "self-signed certificate) or None (plain TCP on 127.0.0.1), got "
+                         f"{type(security).__name__}")
+    if security.require_encryption is not True:
+        raise ModelError("security must require encryption: "
+                         "distributed.Security(..., require_encryption=True), got "
+                         f"require_encryption={security.require_encryption!r}")
+    missing = [name for name in _TLS_NEEDED if not getattr(security, name)]
+    if missing:
+        raise ModelError(f"security has no {', '.join(missing)}: the embedded cluster's "
+                         "client, scheduler and workers each need a certificate signed by "
+                         "the CA in tls_ca_file")
+    for name in _TLS_FILES:
+        value = getattr(security, name)
+        if value and "-----BEGIN" not in value and not os.path.isfile(value):
+            raise ModelError(f"security.{name} names no file: {value!r}")
+    return security
 
 
 # -- the client side ---------------------------------------------------------------------------
@@ -266,6 +319,12 @@ class ReplicaEnvs:
     With a ``client`` of your own, replicas are spread over its workers (fewest replicas
     first) and ``close()`` leaves the client and cluster running.
 
+    ``security`` applies to the embedded cluster only (see :func:`local_cluster`):
+    ``True`` or a :class:`distributed.Security` makes it TLS-only, so that other users of
+    this machine cannot connect to it and run code as you. A ``client`` of your own
+    carries its own security (``Client(address, security=...)``); passing ``security``
+    with it is refused.
+
     Contract: calls are made from one thread; a call refused on the caller's side (bad
     shapes, a lost or failed replica, a step still pending) sends nothing and changes
     nothing; every replica that answered a call is recorded as having taken it."""
@@ -273,9 +332,14 @@ class ReplicaEnvs:
     def __init__(self, model_factory: str | Callable[..., Any],
                  model_kwargs: Mapping[str, Any] | None = None, *, replicas: int = 2,
                  kind: str = "seer", threads: int | str = 1, client: Client | None = None,
-                 runtime_options: Mapping[str, Any] | None = None) -> None:
+                 runtime_options: Mapping[str, Any] | None = None,
+                 security: Security | bool | None = None) -> None:
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
             raise ModelError(f"replicas must be an int >= 1, got {replicas!r}")
+        security = check_security(security)
+        if client is not None and security is not None:
+            raise ModelError("security configures the embedded cluster only; with client= "
+                             "give the client its own: Client(address, security=...)")
         self.spec = _factory_spec(model_factory)
         self.model_kwargs = dict(model_kwargs or {})
         self.kind = kind
@@ -300,7 +364,7 @@ class ReplicaEnvs:
         self.facts: dict[str, Any] = {}
         try:
             if client is None:
-                self._own_cluster = local_cluster(replicas)
+                self._own_cluster = local_cluster(replicas, security=security)
                 # Actor calls go straight to the worker instead of through the scheduler.
                 client = Client(self._own_cluster, direct_to_workers=True)
             self.client: Client = client
@@ -506,7 +570,16 @@ class ReplicaEnvs:
                 allow_other_workers=False, pure=False,
                 key=f"seer-replica-{k}-{os.urandom(4).hex()}")
         for k in ks:
-            self._actors[k] = self._result(k, self._futures[k], 0, "while starting")
+            # Dask binds an actor handle to the process's *current* client (the latest one
+            # made, unless told otherwise), and calls it through that client's connections:
+            # with two clients (say one TLS, one not) the calls would go the wrong way.
+            with self.client.as_current():
+                actor = self._result(k, self._futures[k], 0, "while starting")
+            if getattr(actor, "_client", self.client) is not self.client:
+                raise ReplicaError(f"replica {k}'s Dask actor was bound to another client "
+                                   "than this ReplicaEnvs'", replica=k, step=0,
+                                   worker=self._workers[k])
+            self._actors[k] = actor
         opening = [self._call(k, "open") for k in ks]
         for k, call in zip(ks, opening, strict=True):
             facts = dict(self._unwrap(k, self._result(k, call, 0, "while building its model"),

@@ -1,12 +1,17 @@
 """Environment replicas on a Dask cluster (seer.distributed): bit-identical results, worker
-faults with replay, caller-side errors, and a close that leaves nothing behind."""
+faults with replay, caller-side errors, a close that leaves nothing behind, and TLS
+clusters that refuse clients whose certificates do not match."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -14,7 +19,7 @@ import pytest
 pytest.importorskip("distributed")
 
 import psutil
-from distributed import Client
+from distributed import Client, Security
 
 import seer
 from seer.distributed import (
@@ -359,3 +364,218 @@ def test_close_keeps_a_client_passed_in_and_refuses_misuse(fresh):
     assert fresh.status == "running" and len(fresh.nthreads()) == 2
     assert _settle(lambda: not any(k.startswith("seer-replica")
                                    for keys in fresh.has_what().values() for k in keys))
+
+
+# -- who may reach the replicas: TLS ------------------------------------------------------------
+@dataclass
+class TLS:
+    """Certificates made for the tests: ``good`` is the cluster's, signed by its own CA;
+    ``other`` is signed by another CA; ``mixed`` trusts the cluster's CA but presents
+    ``other``'s certificate."""
+
+    good: Security
+    other: Security
+    mixed: Security
+
+
+def _make_ca_and_cert(directory, name: str) -> Security:
+    """A CA, and one certificate/key pair it signs (for 127.0.0.1, client and server use),
+    written to ``directory``; a Security that uses them for every role."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    valid = {"not_valid_before": now - datetime.timedelta(minutes=5),
+             "not_valid_after": now + datetime.timedelta(days=1)}
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} test CA")])
+    ca = (x509.CertificateBuilder(subject_name=ca_name, issuer_name=ca_name,
+                                  public_key=ca_key.public_key(),
+                                  serial_number=x509.random_serial_number(), **valid)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(
+              digital_signature=False, content_commitment=False, key_encipherment=False,
+              data_encipherment=False, key_agreement=False, key_cert_sign=True,
+              crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder(
+                subject_name=x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]),
+                issuer_name=ca_name, public_key=key.public_key(),
+                serial_number=x509.random_serial_number(), **valid)
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
+                                                  ExtendedKeyUsageOID.CLIENT_AUTH]),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    directory.mkdir()
+    ca_file, cert_file, key_file = (directory / n for n in ("ca.pem", "cert.pem", "key.pem"))
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.touch(mode=0o600)
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    roles = {f"tls_{role}_{part}": str(path) for role in ("client", "scheduler", "worker")
+             for part, path in (("cert", cert_file), ("key", key_file))}
+    return Security(tls_ca_file=str(ca_file), require_encryption=True, **roles)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> TLS:
+    pytest.importorskip("cryptography")
+    root = tmp_path_factory.mktemp("tls")
+    good = _make_ca_and_cert(root / "cluster", "cluster")
+    other = _make_ca_and_cert(root / "other", "other")
+    mixed = Security(tls_ca_file=good.tls_ca_file, tls_client_cert=other.tls_client_cert,
+                     tls_client_key=other.tls_client_key, require_encryption=True)
+    return TLS(good, other, mixed)
+
+
+@pytest.fixture(scope="module")
+def tls_client(certs):
+    """A two-worker LocalCluster that speaks TLS only, with the cluster's certificates."""
+    cluster = local_cluster(2, security=certs.good, silence_logs=50)  # refusals log errors
+    c = Client(cluster, direct_to_workers=True)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _listening(pids) -> set[str]:
+    """The IP addresses that processes ``pids`` listen on."""
+    out = set()
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            out |= {c.laddr.ip for c in psutil.Process(pid).net_connections("inet")
+                    if c.status == psutil.CONN_LISTEN}
+    return out
+
+
+def test_replicas_over_tls_match_plain_tcp(fresh, tls_client):
+    # Two clients in one process, the TLS one made last (Dask's default client): each
+    # ReplicaEnvs must call its actors through its own client, or the plain one's calls
+    # are refused ("encryption required by Dask configuration").
+    spec, kwargs = AIRCRAFT
+    seeds = [21, 22]
+    rng = np.random.default_rng(9)
+    assert tls_client.scheduler.address.startswith("tls://")
+    assert all(w.startswith("tls://") for w in tls_client.nthreads())
+    assert fresh.scheduler.address.startswith("tcp://")
+    with ReplicaEnvs(spec, kwargs, replicas=2, threads=2, client=tls_client) as secure, \
+            ReplicaEnvs(spec, kwargs, replicas=2, threads=2, client=fresh) as plain:
+        assert all(w.startswith("tls://") for w in secure.workers)
+        assert secure.facts["gil_disabled"] == seer.gil_disabled()
+        ref = Reference(spec, kwargs, seeds)
+        batch = secure.reset(seeds)
+        assert_batch_equals(batch, ref.first)
+        assert_batch_equals(plain.reset(seeds), ref.first)
+        for _ in range(3):
+            actions = actions_for(secure, rng, spec)
+            expected = ref.step(actions)
+            assert_batch_equals(secure.step(actions), expected)
+            assert_batch_equals(plain.step(actions), expected)
+        ref.close()
+
+
+def test_clients_whose_certificates_do_not_match_are_refused(certs, tls_client):
+    address = tls_client.scheduler.address
+    worker = sorted(tls_client.nthreads())[0]
+    plain_tcp = "tcp://" + address.removeprefix("tls://")
+    threads_before = {t.ident for t in threading.enumerate()}
+    children_before = _children()
+    cases = [  # (address, security, what the client is told)
+        (address, certs.other, "TLS certificate does not match"),  # neither side trusts
+        # Trusts the cluster, but its certificate is not signed by the cluster's CA: TLS 1.3
+        # tells the client after its handshake, by an alert or by closing the connection.
+        (address, certs.mixed, "unknown ca|Connection reset"),
+        (worker, certs.mixed, "unknown ca|Connection reset"),  # direct calls: guarded too
+        (plain_tcp, Security(), "Connection reset"),  # no TLS at all
+    ]
+    for where, security, message in cases:
+        started = time.monotonic()
+        # The working client lends its event loop: Dask 2026.8 leaves the IO-loop thread
+        # of a Client that failed to connect running for good, which is not what is
+        # tested here (no thread of the cluster's or ours is left).
+        with pytest.raises(OSError, match=message):
+            Client(where, security=security, timeout=5, loop=tls_client.loop)
+        assert time.monotonic() - started < 5, (where, "refused only by the timeout")
+    assert {t.ident for t in threading.enumerate()} <= threads_before
+    assert _children() == children_before
+    # The cluster is unharmed and still serves the client with the right certificates.
+    assert tls_client.submit(sum, [1, 2], pure=False).result(timeout=10) == 3
+    assert len(tls_client.nthreads()) == 2
+
+
+REFUSED = """
+import sys, time, threading
+from distributed import Client, Security
+security = Security(tls_ca_file=sys.argv[2], tls_client_cert=sys.argv[3],
+                    tls_client_key=sys.argv[4], require_encryption=True)
+started = time.monotonic()
+try:
+    Client(sys.argv[1], security=security, timeout=5)
+except OSError as exc:
+    print(type(exc).__name__, round(time.monotonic() - started, 2), str(exc).splitlines()[0])
+else:
+    print("connected")
+"""
+
+
+def test_an_ordinary_client_with_other_certificates_is_refused_and_exits(certs, tls_client):
+    # The way a user would connect, in a child process: refused at once, and it exits.
+    other = certs.other
+    out = subprocess.run([sys.executable, "-c", REFUSED, tls_client.scheduler.address,
+                          other.tls_ca_file, other.tls_client_cert, other.tls_client_key],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    name, seconds, message = out.stdout.strip().split(" ", 2)
+    assert name == "FatalCommClosedError" and "TLS certificate does not match" in message
+    assert float(seconds) < 5
+
+
+@pytest.mark.parametrize("how", ["certificates", "temporary"])
+def test_an_embedded_cluster_over_tls(fresh, certs, how):
+    security = certs.good if how == "certificates" else True
+    children_before = _children()
+    with ReplicaEnvs(*PCS, replicas=2, security=security) as envs:
+        assert envs.client.scheduler.address.startswith("tls://")
+        assert all(w.startswith("tls://") for w in envs.workers)
+        mine = _children() - children_before
+        assert len(mine) >= 2 and _listening([os.getpid(), *mine]) == {"127.0.0.1"}
+        ref = Reference(*PCS, [5, 6], threads=1)
+        assert_batch_equals(envs.reset(5), ref.first)
+        actions = np.full((2, 16), 2, np.int64)
+        assert_batch_equals(envs.step(actions), ref.step(actions))
+        ref.close()
+    assert _settle(lambda: _children() == children_before)
+
+
+def test_security_is_checked_before_anything_starts(fresh, certs, tmp_path):
+    children_before = _children()
+    good = certs.good
+    bad = [
+        ("certificates", "security must be a distributed.Security, True .* got str"),
+        (Security(require_encryption=False), "security must require encryption"),
+        (Security(tls_ca_file=good.tls_ca_file, require_encryption=True),
+         "security has no tls_client_cert, tls_scheduler_cert, tls_worker_cert"),
+        (Security(tls_ca_file=str(tmp_path / "nope.pem"), tls_client_cert=good.tls_client_cert,
+                  tls_scheduler_cert=good.tls_client_cert, tls_worker_cert=good.tls_client_cert,
+                  require_encryption=True), "security.tls_ca_file names no file"),
+    ]
+    for security, message in bad:
+        with pytest.raises(seer.ModelError, match=message):
+            ReplicaEnvs(*PCS, security=security)
+        with pytest.raises(seer.ModelError, match=message):
+            local_cluster(1, security=security)
+    with pytest.raises(seer.ModelError, match="security configures the embedded cluster only"):
+        ReplicaEnvs(*PCS, client=fresh, security=True)
+    assert _children() == children_before
