@@ -31,8 +31,8 @@ from typing import Any
 from seer.errors import ModelError
 from seer.model import Model
 
-__all__ = ["ENTRY_POINT_GROUP", "load_model", "non_negative_int", "parse_kwargs",
-           "positive_int", "registered_models", "resolve_spec"]
+__all__ = ["ENTRY_POINT_GROUP", "load_model", "non_negative_int", "output_file",
+           "parse_kwargs", "positive_int", "registered_models", "resolve_spec"]
 
 #: The entry-point group that names models: ``name = "module:qualname"``.
 ENTRY_POINT_GROUP = "seer.models"
@@ -161,3 +161,18 @@ def non_negative_int(text: str) -> int:
     """An argparse ``type=`` for a count that may be 0 (``--warmup``, ``--seed``): the
     decimal integer ``text``, or :class:`argparse.ArgumentTypeError` naming what it got."""
     return _count(text, 0)
+
+
+def output_file(text: str) -> str:
+    """An argparse ``type=`` for a file a command will write (``-o trace.json``): ``text``
+    itself if its directory exists and it is not a directory, so that a bad path is refused
+    before the work rather than after it; ``""`` (no file) passes."""
+    import os
+
+    if text:
+        folder = os.path.dirname(text) or "."
+        if not os.path.isdir(folder):
+            raise argparse.ArgumentTypeError(f"cannot write {text!r}: no directory {folder!r}")
+        if os.path.isdir(text):
+            raise argparse.ArgumentTypeError(f"cannot write {text!r}: it is a directory")
+    return text

@@ -100,3 +100,17 @@ def test_count_types_take_whole_numbers_at_their_minimum_and_name_what_they_got(
             positive_int(text)
     with pytest.raises(argparse.ArgumentTypeError, match="must be a whole number >= 0, got '-1'"):
         non_negative_int("-1")
+
+
+def test_output_file_refuses_a_path_whose_directory_is_missing(tmp_path):
+    import argparse
+
+    from seer.specs import output_file
+
+    assert output_file("") == "" and output_file("out.json") == "out.json"
+    assert output_file(str(tmp_path / "t.json")) == str(tmp_path / "t.json")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"cannot write '.*/nope/t\.json': "
+                                                         r"no directory '.*/nope'"):
+        output_file(str(tmp_path / "nope" / "t.json"))
+    with pytest.raises(argparse.ArgumentTypeError, match="it is a directory"):
+        output_file(str(tmp_path))
