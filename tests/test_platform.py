@@ -208,3 +208,31 @@ def test_a_block_whose_mode_cannot_be_set_is_refused_and_removed(monkeypatch):
     with pytest.raises(PermissionError, match=r"has mode 0o600 after fchmod to 0o640"):
         platform.create_shared_memory(64)
     assert not Path(f"/dev/shm/{made[0].name}").exists()
+
+
+TLS_IMPORTS = """
+import sys
+gil = []
+import ssl; gil.append(("ssl", sys._is_gil_enabled()))
+import cryptography.x509, cryptography.hazmat.primitives.asymmetric.ec
+gil.append(("cryptography", sys._is_gil_enabled()))
+import distributed, distributed.comm.tcp; gil.append(("distributed", sys._is_gil_enabled()))
+# Use them too: a key and certificate made by cryptography's extension, and the client's
+# SSL context built from them.
+security = distributed.Security.temporary()
+assert security.get_connection_args("client")["ssl_context"] is not None
+gil.append(("a TLS context", sys._is_gil_enabled()))
+print(gil)
+"""
+
+
+@pytest.mark.skipif(not seer.free_threaded_build(), reason="needs a free-threaded build")
+def test_what_tls_needs_keeps_the_gil_off():
+    pytest.importorskip("distributed")
+    pytest.importorskip("cryptography")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON_GIL"}
+    out = subprocess.run([sys.executable, "-c", TLS_IMPORTS], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([("ssl", False), ("cryptography", False),
+                                      ("distributed", False), ("a TLS context", False)])
