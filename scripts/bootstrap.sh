@@ -8,7 +8,9 @@
 #   4. `uv python install 3.14t`, when uv is present and works;
 #   5. CPython 3.14.7 built from source with --disable-gil into $SEER_CACHE.
 # Then .venv is created with it (or reused) and the project is installed editable with
-# the extras in $SEER_EXTRAS (default: all).  A second run finishes in seconds.
+# the extras in $SEER_EXTRAS (default: all); with the marl extra also mpe2, without its
+# pygame-ce requirement (no 3.14t wheel; install_mpe2 in venv-lib.sh).  A second run
+# finishes in seconds.
 #
 # Usage: scripts/bootstrap.sh [--interpreter-only]
 # Prints the venv's python (or, with --interpreter-only, the base interpreter) on stdout.

@@ -21,9 +21,9 @@ make_venv() {
     "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || say "warning: could not upgrade pip"
 }
 
-# install_project VENV EXTRAS [NOTE]: pip install -e "$ROOT[EXTRAS]" into VENV, unless the
-# stamp file VENV/.seer-installed says this pyproject.toml and EXTRAS are installed already.
-# NOTE is added to the "installing" message.
+# install_project VENV EXTRAS [NOTE]: pip install -e "$ROOT[EXTRAS]" into VENV (then mpe2,
+# see install_mpe2), unless the stamp file VENV/.seer-installed says this pyproject.toml and
+# EXTRAS are installed already. NOTE is added to the "installing" message.
 install_project() {
     local venv="$1" extras="$2" note="${3:-}"
     local stamp="$venv/.seer-installed" want
@@ -38,5 +38,36 @@ install_project() {
         tail -n 30 "$log" >&2
         die "pip install -e .[$extras] failed; full log: $log"
     fi
+    install_mpe2 "$venv" "$extras"
     echo "$want" >"$stamp"
+}
+
+# MPE2_VERSION: the mpe2 that workloads/mpe is checked against (tests/workloads/test_mpe.py).
+MPE2_VERSION=1.1.1
+
+# install_mpe2 VENV EXTRAS: when EXTRAS include marl (or all), pip install --no-deps
+# mpe2==$MPE2_VERSION into VENV. mpe2 requires pygame-ce, which has no free-threaded 3.14
+# wheel; its other requirements (pettingzoo, scipy) come with the marl extra, and
+# workloads/_compat.py stubs pygame, which it needs only to render. Then checks that
+# importing it leaves the GIL as it was (off on a free-threaded build).
+install_mpe2() {
+    local venv="$1" extras="$2"
+    case ",$extras," in
+        *,marl,* | *,all,*) ;;
+        *) return 0 ;;
+    esac
+    say "installing mpe2==$MPE2_VERSION without its pygame-ce requirement (--no-deps)"
+    local log="$venv/pip-install-mpe2.log"
+    if ! "$venv/bin/python" -m pip install --no-deps "mpe2==$MPE2_VERSION" >"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        die "pip install --no-deps mpe2==$MPE2_VERSION failed; full log: $log"
+    fi
+    (cd "$ROOT" && "$venv/bin/python" - <<'PY') || die "mpe2 does not import in $venv (see above)"
+import sys
+before = sys._is_gil_enabled()
+from workloads.mpe.original import import_mpe2_spread
+import_mpe2_spread()
+if sys._is_gil_enabled() != before:
+    sys.exit(f"importing mpe2 turned the GIL {'on' if sys._is_gil_enabled() else 'off'}")
+PY
 }
