@@ -32,12 +32,19 @@ from typing import Any
 
 import numpy as np
 
+from seer.errors import ModelError
 from seer.specs import load_model, resolve_spec
 from seer.stpa.metrics import METRICS
-from seer.stpa.preflight import STATIC_FEATURES, default_actions, run_preflight, usable_cores
+from seer.stpa.preflight import (
+    STATIC_FEATURES,
+    default_actions,
+    machine_t_max,
+    run_preflight,
+    usable_cores,
+)
 
 __all__ = ["Configuration", "collect", "default_configurations", "label_of", "load_dataset",
-           "measure_configuration"]
+           "load_rows", "measure_configuration", "session_rows"]
 
 #: A thread count within this fraction of the best throughput is as good as the best.
 TOLERANCE = 0.03
@@ -63,12 +70,17 @@ def label_of(throughput: np.ndarray, tolerance: float = TOLERANCE) -> int:
     return int(good[0]) + 1
 
 
-def measure_configuration(config: Configuration, *, t_max: int = 8, repeats: int = 2,
-                          scan_repeats: int = 3, steps_pre: int = 8) -> dict[str, Any]:
+def measure_configuration(config: Configuration, *, t_max: int | None = None,
+                          repeats: int = 2, scan_repeats: int = 3,
+                          steps_pre: int = 8) -> dict[str, Any]:
     """Preflights and a full scan of ``config`` in *this* process (see the module
-    docstring); call it in a child process restricted to ``config.cores``."""
+    docstring); call it in a child process restricted to ``config.cores``. ``t_max``
+    defaults to the machine's (:func:`~seer.stpa.preflight.machine_t_max` of the cores
+    the process may use); ``steps_pre`` stays 8 so that shorter preflights can be
+    evaluated on the same rows (their first steps)."""
     from seer.sched import make_runtime
 
+    t_max = t_max or machine_t_max(os.cpu_count() or 1)
     model = load_model(config.spec, config.kwargs)
     actions = default_actions(model)
     pre = [run_preflight(model, steps=steps_pre, t_max=t_max) for _ in range(repeats)]
@@ -96,6 +108,7 @@ def measure_configuration(config: Configuration, *, t_max: int = 8, repeats: int
         "throughput": throughput.tolist(),
         "label": label_of(throughput),
         "cores": usable_cores(),
+        "host_cores": os.cpu_count() or 1,
     }
 
 
@@ -116,39 +129,31 @@ def _child(config: Configuration, t_max: int) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def collect(configs: Iterable[Configuration], out: Path, *, t_max: int = 8,
-            command: str = "") -> Path:
-    """Measure every configuration (each in a child process) and write ``out`` (npz) and
-    ``out.with_suffix('.json')`` (the manifest). Returns the npz path."""
+def collect(configs: Iterable[Configuration], out: Path, *, t_max: int | None = None,
+            command: str = "", progress: bool = True) -> Path:
+    """Measure every configuration (each in a child process) and write ``out`` (npz, the
+    layout :func:`load_rows` returns) and ``out.with_suffix('.json')`` (the manifest).
+    ``t_max`` defaults to the machine's. Returns the npz path."""
     from tqdm import tqdm
 
     configs = list(configs)
-    load_before, capacity_before = _load(), capacity()
+    t_max = t_max or machine_t_max(os.cpu_count() or 1)
+    load_before, capacity_before = _load(), capacity(usable_cores())
     rows: list[dict[str, Any]] = []
-    for config in tqdm(configs, desc="stpa collect", unit="config"):
+    for config in tqdm(configs, desc="stpa collect", unit="config", disable=not progress):
         rows.append({"config": asdict(config), **_child(config, t_max)})
-    features, static, labels, groups, names, throughput = [], [], [], [], [], []
-    for row in rows:
-        for f, s in zip(row["features"], row["static"], strict=True):
-            features.append(f)
-            static.append(s)
-            labels.append(row["label"])
-            groups.append(row["config"]["group"] or row["config"]["name"])
-            names.append(row["config"]["name"])
-            throughput.append(row["throughput"])
+    capacity_after = capacity(usable_cores())
+    arrays = _arrays(rows, _machine_name(os.cpu_count() or 1),
+                     (capacity_before + capacity_after) / 2)
     out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        out, features=np.array(features, np.float32), static=np.array(static),
-        mask=np.array(rows[0]["mask"], bool), labels=np.array(labels, np.int64),
-        groups=np.array(groups), names=np.array(names),
-        throughput=np.array(throughput), t_max=t_max)
+    np.savez_compressed(out, **arrays)
     manifest = {
         "command": command,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cores": usable_cores(), "processor": platform.processor(),
                     "load_average_before": load_before, "load_average_after": _load(),
-                    "capacity_before": capacity_before, "capacity_after": capacity()},
+                    "capacity_before": capacity_before, "capacity_after": capacity_after},
         "metrics": list(METRICS), "static_features": list(STATIC_FEATURES),
         "t_max": t_max, "tolerance": TOLERANCE,
         "configurations": [{**row["config"], "label": row["label"],
@@ -160,32 +165,146 @@ def collect(configs: Iterable[Configuration], out: Path, *, t_max: int = 8,
     return out
 
 
+def _machine_name(host_cores: int) -> str:
+    return f"{int(host_cores)}-core"
+
+
+def _row_capacity(static: np.ndarray, session_capacity: float) -> np.ndarray:
+    """Static vectors with the capacity column: rows measured before the preflight
+    recorded it get the session's figure (effective cores), at most the row's cores."""
+    static = np.asarray(static, np.float64)
+    if static.shape[-1] == len(STATIC_FEATURES):
+        return static
+    if static.shape[-1] != len(STATIC_FEATURES) - 1:
+        raise ModelError(f"STPA rows with {static.shape[-1]} static features; expected "
+                         f"{len(STATIC_FEATURES)} ({', '.join(STATIC_FEATURES)})")
+    cores = static[..., STATIC_FEATURES.index("cores")]
+    return np.concatenate([static, np.minimum(cores, session_capacity)[..., None]], axis=-1)
+
+
+def _arrays(rows: list[dict[str, Any]], machine: str, session_capacity: float
+            ) -> dict[str, np.ndarray]:
+    """Measured configurations (``measure_configuration``'s output plus ``config``) as
+    one array per field, one row per preflight."""
+    out: dict[str, list[Any]] = {k: [] for k in (
+        "features", "static", "groups", "names", "throughput", "machine")}
+    for row in rows:
+        static = _row_capacity(row["static"], session_capacity)
+        for f, st in zip(row["features"], static, strict=True):
+            out["features"].append(f)
+            out["static"].append(st)
+            out["groups"].append(f"{machine}/{row['config']['group'] or row['config']['name']}")
+            out["names"].append(row["config"]["name"])
+            out["throughput"].append(row["throughput"])
+            out["machine"].append(machine)
+    width = max(len(t) for t in out["throughput"])
+    throughput = np.full((len(out["throughput"]), width,
+                          max(len(t[0]) for t in out["throughput"])), np.nan)
+    for i, t in enumerate(out["throughput"]):
+        throughput[i, :len(t), :len(t[0])] = t
+    masks = np.array([row["mask"] for row in rows], bool)
+    return _labelled({
+        "features": np.array(out["features"], np.float32), "static": np.array(out["static"]),
+        "mask": masks.all(axis=0), "groups": np.array(out["groups"]),
+        "names": np.array(out["names"]), "throughput": throughput,
+        "machine": np.array(out["machine"])})
+
+
+def _labelled(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``data`` with ``t_range`` (the machine range of each row: 1..machine_t_max of its
+    cores, at most its scan) and ``labels`` (:func:`label_of` within that range)."""
+    cores = data["static"][:, STATIC_FEATURES.index("cores")]
+    scanned = np.sum(~np.isnan(data["throughput"][:, :, 0]), axis=1)
+    t_range = np.minimum([machine_t_max(int(c)) for c in cores], scanned).astype(np.int64)
+    labels = [label_of(_finite(t[:r])) for t, r in zip(data["throughput"], t_range,
+                                                        strict=True)]
+    return {**data, "t_range": t_range, "labels": np.array(labels, np.int64)}
+
+
+def _finite(throughput: np.ndarray) -> np.ndarray:
+    return throughput[:, ~np.isnan(throughput).any(axis=0)]
+
+
+def session_rows(path: Path) -> dict[str, np.ndarray]:
+    """The STPA rows of a many-core session file (``bench.manycore``'s
+    ``session-*.json``: its ``stpa`` list, its host and capacity) in :func:`load_rows`'s
+    layout."""
+    session = json.loads(Path(path).read_text())
+    rows = session.get("stpa") or []
+    if not rows:
+        raise ModelError(f"{path}: no STPA rows (a bench.manycore session's 'stpa' list)")
+    cap = [session.get(k, {}).get("effective_cores") for k in ("capacity_before",
+                                                               "capacity_after")]
+    cap = [c for c in cap if c]
+    host = session["host"]["cores"]
+    return _arrays(rows, _machine_name(host), float(np.mean(cap)) if cap else float(host))
+
+
+def _dataset_rows(path: Path) -> dict[str, np.ndarray]:
+    """A ``seer stpa collect`` data set in :func:`load_rows`'s layout (files written
+    before it had the machine fields get them from the manifest beside them)."""
+    data = load_dataset(path)
+    if "machine" in data:
+        return data
+    manifest_path = Path(path).with_suffix(".json")
+    if not manifest_path.exists():
+        raise ModelError(f"{path}: no machine fields and no manifest {manifest_path.name}")
+    machine = json.loads(manifest_path.read_text())["machine"]
+    cap = [machine.get(k) for k in ("capacity_before", "capacity_after")]
+    cap = [c for c in cap if c]
+    n = len(data["labels"])
+    name = _machine_name(machine["cores"])
+    return _labelled({
+        "features": data["features"], "mask": data["mask"],
+        "static": _row_capacity(data["static"], float(np.mean(cap)) if cap
+                                else float(machine["cores"])),
+        "groups": np.array([f"{name}/{g}" for g in data["groups"]]), "names": data["names"],
+        "throughput": data["throughput"].astype(np.float64),
+        "machine": np.full(n, name)})
+
+
+def load_rows(paths: Iterable[Path]) -> dict[str, np.ndarray]:
+    """STPA's training rows from data sets (``.npz``, ``seer stpa collect``) and many-core
+    session files (``.json``), merged: per preflight row ``features`` ``(n, N, steps, 3)``,
+    ``static`` ``(n, len(STATIC_FEATURES))``, ``throughput`` ``(n, T, repeats)`` (NaN past
+    a row's scan), ``t_range``, ``labels``, ``groups`` (``"<machine>/<group>"``),
+    ``names`` and ``machine`` (``"<cores>-core"``); ``mask``: metrics every source has."""
+    parts = []
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise ModelError(f"STPA data {path} does not exist")
+        parts.append(session_rows(path) if path.suffix == ".json" else _dataset_rows(path))
+    if not parts:
+        raise ModelError("load_rows: no STPA data files given")
+    steps = min(p["features"].shape[2] for p in parts)
+    width = max(p["throughput"].shape[1] for p in parts)
+    reps = max(p["throughput"].shape[2] for p in parts)
+    merged: dict[str, np.ndarray] = {}
+    for key in ("static", "groups", "names", "machine", "t_range", "labels"):
+        merged[key] = np.concatenate([p[key] for p in parts])
+    merged["features"] = np.concatenate([p["features"][:, :, :steps] for p in parts])
+    throughput = np.full((len(merged["labels"]), width, reps), np.nan)
+    i = 0
+    for p in parts:
+        t = p["throughput"]
+        throughput[i:i + len(t), :t.shape[1], :t.shape[2]] = t
+        i += len(t)
+    merged["throughput"] = throughput
+    merged["mask"] = np.logical_and.reduce([p["mask"] for p in parts])
+    return merged
+
+
 def _load() -> list[float]:
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else []
 
 
-def capacity(seconds: float = 0.3) -> float:
-    """How many cores two threads of pure Python get right now: the work two threads do
-    together in ``seconds`` over what one thread does alone (1.0 to 2.0 on 2 free cores).
+def capacity(threads: int, seconds: float = 0.3) -> float:
+    """Effective cores now (:func:`seer.stpa.preflight.capacity`, over ``seconds``).
     Labels measured on a busy host say so in the manifest."""
-    import threading
+    from seer.stpa.preflight import capacity as measure
 
-    def spin(out: list[int], stop: float) -> None:
-        n = 0
-        while time.perf_counter() < stop:
-            n += 1
-        out.append(n)
-
-    one: list[int] = []
-    spin(one, time.perf_counter() + seconds)
-    two: list[int] = []
-    stop = time.perf_counter() + seconds
-    threads = [threading.Thread(target=spin, args=(two, stop)) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return sum(two) / max(one[0], 1)
+    return measure(threads, seconds)
 
 
 def load_dataset(path: Path) -> dict[str, np.ndarray]:

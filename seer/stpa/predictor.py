@@ -1,16 +1,26 @@
-"""The thread-count predictor: preflight traces -> encoder embedding + static features ->
-xgboost -> normalised thread count ``T* / t_max`` -> threads.
+"""The thread-count predictor: preflight traces -> encoder embedding + static and machine
+features -> gradient-boosted trees -> ``y = log2(T* / cores)`` -> threads on *this* machine.
 
-Inference needs numpy and xgboost only: the encoder's forward pass runs in numpy from its
-exported weights (:func:`seer.stpa.encoder.numpy_encode`). The shipped model lives in
-``seer/stpa/data/`` (``encoder.npz``, ``regressor.json``, ``predictor.json``), trained by
-``seer stpa train`` on the shipped data set.
+The target is relative to the machine (the best thread count over the usable cores, as a
+power of two), so that one model serves every core count: a prediction ``y`` becomes
+``round(cores * 2**y)`` clipped to ``1..machine_t_max(cores)`` of the machine it runs on.
+The machine enters the features as ``log2(cores)`` and the capacity the preflight measures
+over the cores (``capacity / cores``: 1 on an idle machine).
+
+Inference needs numpy only: the encoder's forward pass runs from its exported weights
+(:func:`seer.stpa.encoder.numpy_encode`) and the trees from xgboost's JSON model file
+(:class:`seer.stpa.trees.TreeEnsemble`); xgboost (the ``stpa`` extra) trains them. The
+shipped model lives in ``seer/stpa/data/`` (``encoder.npz``, ``regressor.json``,
+``predictor.json``), trained by ``seer stpa train`` on the shipped data sets;
+``seer stpa calibrate`` writes a calibrated one, which ``threads="auto"`` then uses
+(:func:`model_dir`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,14 +28,67 @@ import numpy as np
 
 from seer.errors import ModelError
 from seer.model import Model
-from seer.stpa.preflight import STATIC_FEATURES, Preflight, run_preflight
+from seer.stpa.metrics import METRICS
+from seer.stpa.preflight import (
+    PREFLIGHT_STEPS,
+    STATIC_FEATURES,
+    Preflight,
+    machine_t_max,
+    run_preflight,
+)
 
-__all__ = ["DATA_DIR", "Predictor", "Regressor", "choose_threads", "predict", "static_inputs",
-           "traces"]
+__all__ = [
+    "DATA_DIR",
+    "MODEL_ENV",
+    "MODEL_INPUTS",
+    "TARGETS",
+    "Predictor",
+    "Regressor",
+    "choose_threads",
+    "model_dir",
+    "model_inputs",
+    "predict",
+    "static_inputs",
+    "target_of",
+    "threads_for",
+    "traces",
+    "user_model_dir",
+]
 
 DATA_DIR = Path(__file__).parent / "data"
+#: Environment variable naming a model directory for threads="auto" (a calibrated one).
+MODEL_ENV = "SEER_STPA_MODEL"
 #: Static features that span orders of magnitude enter as log1p.
 _LOG_STATIC = ("entities", "events_per_step", "mean_event_us", "windows_per_step")
+#: What the trees read besides the embedding (:func:`model_inputs`).
+MODEL_INPUTS = ("log_entities", "log_events_per_step", "log_mean_event_us", "cross_fraction",
+                "log_windows_per_step", "log2_cores", "capacity_share", "cpu_share",
+                "idle_share", "log_step_s")
+
+
+#: Targets: ``log2`` (``log2(T* / cores)``, the shipped one) or ``range``
+#: (``T* / machine_t_max(cores)``, the paper's normalised count on each machine's range).
+TARGETS = ("log2", "range")
+
+
+def target_of(threads: np.ndarray, cores: np.ndarray, kind: str = "log2") -> np.ndarray:
+    """The regression target of a best thread count (:data:`TARGETS`)."""
+    if kind not in TARGETS:
+        raise ModelError(f"STPA target {kind!r}: choose one of {', '.join(TARGETS)}")
+    if kind == "range":
+        t_max = np.array([machine_t_max(int(c)) for c in np.atleast_1d(cores)])
+        return np.asarray(threads, np.float64) / t_max
+    return np.log2(np.asarray(threads, np.float64) / np.asarray(cores, np.float64))
+
+
+def threads_for(y: float, cores: int, kind: str = "log2") -> int:
+    """A prediction ``y`` as a thread count on a machine with ``cores`` usable cores:
+    ``round(cores * 2**y)`` (``range``: ``round(y * t_max)``) within
+    ``1..t_max = machine_t_max(cores)``."""
+    t_max = machine_t_max(cores)
+    if kind == "range":
+        return int(np.clip(np.rint(y * t_max), 1, t_max))
+    return int(np.clip(np.rint(cores * 2.0 ** float(np.clip(y, -10, 10))), 1, t_max))
 
 
 def traces(features: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -45,6 +108,29 @@ def static_inputs(static: np.ndarray) -> np.ndarray:
     return s
 
 
+def model_inputs(static: np.ndarray, features: np.ndarray,
+                 static_only: bool = False) -> np.ndarray:
+    """:data:`MODEL_INPUTS` of preflights: the model's static features (log-scaled where
+    they span orders of magnitude), the machine (``log2 cores``, capacity over cores) and,
+    unless ``static_only``, three ratios of the runtime counters read from the traces
+    (``features`` ``(n, N, steps, 3)``): CPU over busy time (low for handlers that wait),
+    idle over wall time per thread, and the step's wall time."""
+    s = static_inputs(static)
+    col = STATIC_FEATURES.index
+    cores = np.maximum(np.asarray(static)[:, col("cores")], 1)
+    cols = [s[:, col(k)] for k in ("entities", "events_per_step", "mean_event_us",
+                                   "cross_fraction", "windows_per_step")]
+    cols += [np.log2(cores), np.asarray(static)[:, col("capacity")] / cores]
+    if static_only:
+        return np.stack(cols, axis=1)
+    mean = np.asarray(features, np.float64)[..., 0].sum(axis=2)  # (n, N): over the steps
+    busy, idle, cpu = (mean[:, METRICS.index(m)] for m in ("busy_s", "idle_s", "cpu_s"))
+    steps = np.asarray(features).shape[2]
+    cols += [cpu / np.maximum(busy, 1e-9), idle / np.maximum(busy + idle, 1e-9),
+             np.log10(np.maximum((busy + idle) / steps, 1e-7))]
+    return np.stack(cols, axis=1)
+
+
 class Regressor:
     """Gradient-boosted trees on xgboost's native API (``xgboost.train`` / ``Booster``):
     its scikit-learn wrapper would need scikit-learn as well."""
@@ -57,6 +143,7 @@ class Regressor:
         self.seed = seed
         self.rounds = rounds
         self.booster: Any = None
+        self.trees: Any = None  # a loaded model: seer.stpa.trees.TreeEnsemble
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> Regressor:
         xgboost = _import_xgboost()
@@ -65,6 +152,8 @@ class Regressor:
         return self
 
     def predict(self, x: np.ndarray) -> np.ndarray:
+        if self.trees is not None:
+            return self.trees.predict(x)
         return self.booster.predict(_import_xgboost().DMatrix(x))
 
     def save_model(self, path: Path) -> None:
@@ -72,8 +161,11 @@ class Regressor:
 
     @classmethod
     def load_model(cls, path: Path) -> Regressor:
+        """A saved model, evaluated in numpy (no xgboost needed)."""
+        from seer.stpa.trees import TreeEnsemble
+
         regressor = cls()
-        regressor.booster = _import_xgboost().Booster(model_file=str(path))
+        regressor.trees = TreeEnsemble.load(path)
         return regressor
 
 
@@ -88,77 +180,115 @@ def _import_xgboost() -> Any:
 
 @dataclass
 class Predictor:
-    """A trained predictor: encoder weights, the xgboost regressor and its inputs' layout."""
+    """A trained predictor: encoder weights, the trees, the metrics present in training
+    and the preflight steps it was trained on (see the module docstring)."""
 
     encoder: dict[str, np.ndarray]
     regressor: Regressor
-    t_max: int
     mask: np.ndarray  # metrics present when it was trained
+    steps: int = PREFLIGHT_STEPS
+    trained_on: dict[str, Any] = field(default_factory=dict)
+    target: str = "log2"  # one of TARGETS
 
     def inputs(self, features: np.ndarray, mask: np.ndarray,
                static: np.ndarray) -> np.ndarray:
-        """Regressor inputs for preflights: embedding ++ static features."""
+        """Regressor inputs for preflights: embedding ++ :func:`model_inputs`."""
         from seer.stpa.encoder import channel_mask, numpy_encode
 
+        features = np.asarray(features)[:, :, :self.steps]
         # Metrics missing now, or missing in training, contribute nothing.
         usable = mask & self.mask
         embedding = numpy_encode(self.encoder, traces(features, usable), channel_mask(usable))
-        return np.concatenate([embedding, static_inputs(static).reshape(len(embedding), -1)],
-                              axis=1)
+        static = np.asarray(static, np.float64).reshape(len(embedding), -1)
+        return np.concatenate([embedding, model_inputs(static, features)], axis=1)
 
-    def predict_normalised(self, features: np.ndarray, mask: np.ndarray,
-                           static: np.ndarray) -> np.ndarray:
+    def predict_target(self, features: np.ndarray, mask: np.ndarray,
+                       static: np.ndarray) -> np.ndarray:
+        """Predicted ``log2(T* / cores)`` of preflights."""
         return self.regressor.predict(self.inputs(features, mask, static))
 
-    def threads_for(self, normalised: float, t_max: int | None = None) -> int:
-        t_max = t_max or self.t_max
-        return int(np.clip(np.rint(normalised * t_max), 1, t_max))
+    def choose(self, features: np.ndarray, mask: np.ndarray, static: np.ndarray
+               ) -> np.ndarray:
+        """Thread counts for preflights, each on its own row's machine (its cores)."""
+        y = self.predict_target(features, mask, static)
+        cores = np.asarray(static)[:, STATIC_FEATURES.index("cores")]
+        return np.array([threads_for(v, int(c), self.target)
+                         for v, c in zip(y, cores, strict=True)])
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(directory / "encoder.npz", **self.encoder)
         self.regressor.save_model(directory / "regressor.json")
         (directory / "predictor.json").write_text(json.dumps(
-            {"t_max": self.t_max, "mask": self.mask.astype(int).tolist(),
-             "static_features": list(STATIC_FEATURES)}, indent=1))
+            {"layout": 2, "target": self.target, "steps": self.steps,
+             "mask": self.mask.astype(int).tolist(), "static_features": list(STATIC_FEATURES),
+             "inputs": list(MODEL_INPUTS), "trained_on": self.trained_on}, indent=1))
 
     @classmethod
     def load(cls, directory: Path = DATA_DIR) -> Predictor:
         from seer.stpa.encoder import load_weights
 
+        directory = Path(directory)
         if not (directory / "regressor.json").exists():
             raise ModelError(f"no trained STPA model in {directory}; run 'seer stpa train'")
         meta = json.loads((directory / "predictor.json").read_text())
+        if meta.get("layout") != 2:
+            raise ModelError(f"{directory}: an STPA model of an older layout; train it again "
+                             "('seer stpa train')")
         return cls(load_weights(directory / "encoder.npz"),
-                   Regressor.load_model(directory / "regressor.json"), int(meta["t_max"]),
-                   np.array(meta["mask"], bool))
+                   Regressor.load_model(directory / "regressor.json"),
+                   np.array(meta["mask"], bool), int(meta["steps"]),
+                   meta.get("trained_on", {}), meta["target"])
 
 
-_loaded: list[Predictor] = []
+def user_model_dir() -> Path:
+    """Where ``seer stpa calibrate`` saves by default: ``$XDG_DATA_HOME/seer/stpa`` (or
+    ``~/.local/share/seer/stpa``)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "seer" / "stpa"
+
+
+def model_dir() -> Path:
+    """The model ``threads="auto"`` uses: ``$SEER_STPA_MODEL`` if set, else a calibrated
+    model in :func:`user_model_dir`, else the shipped one (:data:`DATA_DIR`)."""
+    named = os.environ.get(MODEL_ENV)
+    if named:
+        if not (Path(named) / "regressor.json").exists():
+            raise ModelError(f"${MODEL_ENV}={named}: no trained STPA model there")
+        return Path(named)
+    user = user_model_dir()
+    return user if (user / "regressor.json").exists() else DATA_DIR
+
+
+_loaded: dict[Path, tuple[float, Predictor]] = {}
 
 
 def _shipped() -> Predictor:
-    if not _loaded:
-        _loaded.append(Predictor.load())
-    return _loaded[0]
+    """The predictor of :func:`model_dir`, loaded once (again when its file changes)."""
+    directory = model_dir()
+    stamp = (directory / "regressor.json").stat().st_mtime
+    cached = _loaded.get(directory)
+    if cached is None or cached[0] != stamp:
+        _loaded[directory] = (stamp, Predictor.load(directory))
+    return _loaded[directory][1]
 
 
 def choose_threads(model: Model, runtime: str = "seer", *, predictor: Predictor | None = None,
-                   steps: int = 8) -> tuple[int, dict[str, Any]]:
+                   steps: int | None = None) -> tuple[int, dict[str, Any]]:
     """Run a preflight of ``model`` and predict its thread count. Returns ``(threads,
     info)``; ``info`` holds the prediction, the probe count, the preflight time and the
-    features (what ``runtime.stpa`` shows)."""
+    features (what ``runtime.stpa`` shows). ``steps`` defaults to the predictor's."""
+    directory = None if predictor is not None else model_dir()
     predictor = predictor or _shipped()
-    pre: Preflight = run_preflight(model, runtime=runtime, steps=steps, t_max=predictor.t_max)
-    normalised = float(predictor.predict_normalised(pre.features[None], pre.mask,
-                                                    pre.static_vector()[None])[0])
-    threads = predictor.threads_for(normalised)
-    info = {**pre.as_dict(), "threads": threads, "normalised": normalised,
-            "t_max": predictor.t_max, "features": pre.features,
-            "mask": pre.mask}
+    pre: Preflight = run_preflight(model, runtime=runtime, steps=steps or predictor.steps)
+    y = float(predictor.predict_target(pre.features[None], pre.mask,
+                                       pre.static_vector()[None])[0])
+    cores = int(pre.static["cores"])
+    threads = threads_for(y, cores, predictor.target)
+    info = {**pre.as_dict(), "threads": threads, "predicted": y,
+            "t_max": machine_t_max(cores), "features": pre.features, "mask": pre.mask,
+            "model": str(directory) if directory is not None else "given"}
     return threads, info
-
-
 def predict(model: Model, runtime: str = "seer", **options: Any) -> int:
     """The thread count STPA predicts for ``model`` (runs a preflight; see
     :func:`choose_threads`)."""

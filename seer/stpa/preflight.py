@@ -7,7 +7,9 @@ mutable state outside its rows; a well-formed model does not). After one warm-up
 samples every metric of :mod:`seer.stpa.metrics` per thread after each step, aggregates
 across threads (``F``, shape ``(N, steps, 3)``) and records *static* features: entities,
 events per step, mean event cost, cross-entity fraction, windows per step, usable cores,
-and the largest thread count considered.
+the largest thread count considered (:func:`machine_t_max`), the probe count and the
+machine's effective capacity right now (:func:`capacity`: how many cores ``cores``
+spinning threads get, measured in about 20 ms).
 """
 
 from __future__ import annotations
@@ -23,13 +25,17 @@ import numpy as np
 from seer.model import Model
 from seer.stpa.metrics import METRICS, MetricSampler, aggregate, caller_thread_id
 
-__all__ = ["STATIC_FEATURES", "Preflight", "default_actions", "run_preflight", "usable_cores"]
+__all__ = ["PREFLIGHT_STEPS", "STATIC_FEATURES", "Preflight", "capacity", "default_actions",
+           "machine_t_max", "run_preflight", "usable_cores"]
 
 #: Static features, in feature order.
 STATIC_FEATURES: tuple[str, ...] = (
     "entities", "events_per_step", "mean_event_us", "cross_fraction", "windows_per_step",
-    "cores", "t_max", "probe",
+    "cores", "t_max", "probe", "capacity",
 )
+
+#: Timed preflight steps (after one warm-up step).
+PREFLIGHT_STEPS = 4
 
 #: The preflight's own seed: fixed, and never the user's.
 PREFLIGHT_SEED = 20_261_130
@@ -63,6 +69,44 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def machine_t_max(cores: int) -> int:
+    """The largest thread count STPA considers on a machine with ``cores`` usable cores:
+    ``max(8, cores)``, the range its training scans cover (1..8 on 2 cores, 1..16 on 16)."""
+    return max(8, int(cores))
+
+
+def capacity(threads: int, seconds: float = 0.01) -> float:
+    """Effective cores now: the work ``threads`` spinning Python threads do together in
+    ``seconds`` over what one thread does alone in as long (about ``threads`` on an idle
+    machine, less when other work shares it)."""
+    import threading
+
+    def spin(out: list[int], stop: float) -> None:
+        n = 0
+        while time.perf_counter() < stop:
+            n += 1
+        out.append(n)
+
+    one: list[int] = []
+    spin(one, time.perf_counter() + seconds)
+    many: list[int] = []
+    barrier = threading.Barrier(threads + 1)
+
+    def run() -> None:
+        barrier.wait()
+        spin(many, stop[0])
+
+    stop = [0.0]
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    stop[0] = time.perf_counter() + seconds
+    barrier.wait()
+    for w in workers:
+        w.join()
+    return sum(many) / max(one[0], 1)
+
+
 def default_actions(model: Model) -> Callable[[int], Any]:
     """The model's ``sample_actions(step)`` if it has one, else no actions."""
     sample = getattr(model, "sample_actions", None)
@@ -70,15 +114,17 @@ def default_actions(model: Model) -> Callable[[int], Any]:
 
 
 def run_preflight(model: Model, *, runtime: str = "seer", probe: int | None = None,
-                  steps: int = 8, t_max: int = 8,
+                  steps: int = PREFLIGHT_STEPS, t_max: int | None = None,
                   actions: Callable[[int], Any] | None = None) -> Preflight:
-    """Run the preflight (see the module docstring). ``probe`` defaults to
-    ``min(max(2, cores), t_max)``: at least two threads, so that sharing is observed.
+    """Run the preflight (see the module docstring). ``t_max`` defaults to
+    :func:`machine_t_max` of the usable cores, ``probe`` to ``min(max(2, cores), t_max)``:
+    at least two threads, so that sharing is observed.
     An exception from the model's code propagates unchanged (it is the model's error)."""
     from seer.sched import make_runtime
 
     t0 = time.perf_counter()
     cores = usable_cores()
+    t_max = t_max or machine_t_max(cores)
     probe = probe or min(max(2, cores), t_max)
     actions = actions or default_actions(model)
     rt = make_runtime(model, runtime, threads=probe)
@@ -118,6 +164,7 @@ def run_preflight(model: Model, *, runtime: str = "seer", probe: int | None = No
         "cores": float(cores),
         "t_max": float(t_max),
         "probe": float(probe),
+        "capacity": capacity(cores),
     }
     return Preflight(aggregate(samples), sampler.mask.copy(), static, probe,
                      time.perf_counter() - t0, step_seconds)

@@ -1,144 +1,223 @@
-"""Train STPA and evaluate it against baselines, split by configuration group.
+"""Train STPA and evaluate it against baselines, held out by configuration and by machine.
 
-The target is the normalised best thread count ``y = T* / t_max``. Methods compared (each
-trained on the training groups only, evaluated on held-out groups):
+Rows come from :func:`seer.stpa.dataset.load_rows` (any mix of machines). The target is
+``y = log2(T* / cores)`` (:func:`seer.stpa.predictor.target_of`); a prediction is mapped
+onto each row's own machine (:func:`~seer.stpa.predictor.threads_for`). Methods (each fit
+on the training rows only):
 
-* ``stpa``: encoder (self-supervised on the training traces) + xgboost on embedding and
-  static features;
-* ``xgboost-static``: xgboost on the static features alone;
-* ``xgboost-raw``: xgboost on the flattened raw traces and the static features;
-* ``lstm``: an LSTM over the traces (torch), its last state and the static features into a
-  linear head;
-* ``timesurl``: the encoder with a linear (ridge) head on the embedding only;
-* ``cores``: the rule "threads = usable cores";
-* ``oracle``: the label itself (regret 1 by definition).
+* ``stpa``: encoder (self-supervised on the training traces) + trees on the embedding,
+  the static and machine features and the counters' ratios (:func:`fit_stpa`);
+* ``xgboost-static``: trees on the static and machine features alone;
+* ``fixed``: the best fixed count of the row's machine in the training rows (the best
+  fixed ``y`` of all training rows where the machine has none);
+* ``cores``: threads = usable cores;
+* ``stpa-2core-v1``: the previous shipped method: trained on the training rows of 2-core
+  machines only, target ``T* / 8``, choices clipped to 1..8;
+* ``oracle``: the label (regret 1 by definition).
 
-Reported per method: MAE and MSE in normalised units and in threads, and *regret*:
-throughput at the chosen count / throughput at the best count of the configuration's
-scan, mean and worst over test configurations. Splits are grouped K-fold over
-configuration groups (a group's preflights never straddle train and test).
+Reported per method, overall and per machine: MAE of the chosen thread count against the
+label, MAE of the target, and *regret*: throughput at the chosen count / the best
+throughput of the row's scan, mean and worst.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from seer.stpa.predictor import Predictor, Regressor, static_inputs, traces
+from seer.stpa.predictor import (
+    Predictor,
+    Regressor,
+    model_inputs,
+    static_inputs,
+    target_of,
+    threads_for,
+    traces,
+)
 from seer.stpa.preflight import STATIC_FEATURES
 
-__all__ = ["METHODS", "PAPER_TABLE_1", "evaluate", "fit_stpa", "group_folds"]
+__all__ = ["METHODS", "PAPER_TABLE_1", "checks", "evaluate", "evaluate_machines", "fit_stpa",
+           "group_folds", "regrets"]
 
 #: The SEER paper's Table 1 (test MAE), printed beside our figures.
 PAPER_TABLE_1 = {"stpa": 0.3394, "xgboost-static": 1.28, "timesurl": 2.24, "lstm": 9.35}
 
-METHODS = ("stpa", "xgboost-static", "xgboost-raw", "lstm", "timesurl", "cores", "oracle")
+METHODS = ("stpa", "xgboost-static", "fixed", "cores", "stpa-2core-v1", "oracle")
+_V1_T_MAX = 8
 
 
-def _xgb(seed: int) -> Regressor:
-    return Regressor(seed)
+def _cores(data: dict[str, np.ndarray]) -> np.ndarray:
+    return data["static"][:, STATIC_FEATURES.index("cores")].astype(int)
+
+
+def _targets(data: dict[str, np.ndarray], kind: str = "log2") -> np.ndarray:
+    return target_of(data["labels"], _cores(data), kind)
 
 
 def fit_stpa(data: dict[str, np.ndarray], rows: np.ndarray, *, seed: int = 0,
-             epochs: int = 40) -> Predictor:
-    """Encoder + xgboost trained on ``rows`` of the data set."""
+             epochs: int = 40, steps: int | None = None, target: str = "log2") -> Predictor:
+    """Encoder + trees trained on ``rows`` of the data, on the first ``steps`` preflight
+    steps (default: all the rows have), for ``target`` (:data:`~seer.stpa.predictor.
+    TARGETS`)."""
     from seer.stpa.encoder import TimesURLEncoder, channel_mask
 
     mask = data["mask"]
-    t_max = int(data["t_max"])
-    x = traces(data["features"][rows], mask)
+    steps = steps or data["features"].shape[2]
+    features = data["features"][rows][:, :, :steps]
+    x = traces(features, mask)
     encoder = TimesURLEncoder(x.shape[-1], seed=seed).fit(x, epochs=epochs, seed=seed,
                                                            mask=channel_mask(mask))
-    weights = encoder.export()
-    predictor = Predictor(weights, _xgb(seed), t_max, mask.copy())
-    inputs = predictor.inputs(data["features"][rows], mask, data["static"][rows])
-    predictor.regressor.fit(inputs, data["labels"][rows] / t_max)
+    machines = sorted(set(data["machine"][rows].tolist())) if "machine" in data else []
+    predictor = Predictor(encoder.export(), Regressor(seed), mask.copy(), steps,
+                          {"rows": len(rows), "machines": machines}, target)
+    inputs = predictor.inputs(features, mask, data["static"][rows])
+    predictor.regressor.fit(inputs, _targets(data, target)[rows])
     return predictor
 
 
-def _lstm(x_train: np.ndarray, s_train: np.ndarray, y_train: np.ndarray, seed: int
-          ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    import torch
+def _fit_v1(data: dict[str, np.ndarray], rows: np.ndarray, seed: int, epochs: int
+            ) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The previous method (encoder + trees on 8 static features, target ``T*/8``) on the
+    2-core rows of ``rows``; None where there are none. Returns choices for test rows."""
+    from seer.stpa.encoder import TimesURLEncoder, channel_mask, numpy_encode
 
-    # The encoder's own Adam: torch.optim would import triton, which re-enables the GIL.
-    from seer.stpa.adam import Adam
-
-    torch.manual_seed(seed)
-    x_train = np.sign(x_train) * np.log1p(np.abs(x_train))  # counts span orders of magnitude
-    mu, sd = x_train.mean(axis=(0, 1)), _spread(x_train.std(axis=(0, 1)))
-    smu, ssd = s_train.mean(axis=0), _spread(s_train.std(axis=0))
-
-    class Net(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lstm = torch.nn.LSTM(x_train.shape[-1], 16, batch_first=True)
-            self.head = torch.nn.Linear(16 + s_train.shape[-1], 1)
-
-        def forward(self, x: Any, s: Any) -> Any:
-            _, (h, _) = self.lstm(x)
-            return self.head(torch.cat([h[-1], s], dim=1)).squeeze(1)
-
-    net = Net()
-    opt = Adam(list(net.parameters()), lr=0.01)
-    xt = torch.tensor((x_train - mu) / sd, dtype=torch.float32)
-    st = torch.tensor((s_train - smu) / ssd, dtype=torch.float32)
-    yt = torch.tensor(y_train, dtype=torch.float32)
-    for _ in range(300):
-        opt.zero_grad()
-        loss = torch.mean((net(xt, st) - yt) ** 2)
-        loss.backward()
-        opt.step()
-
-    def predict(x: np.ndarray, s: np.ndarray) -> np.ndarray:
-        x = np.sign(x) * np.log1p(np.abs(x))
-        with torch.no_grad():
-            return net(torch.tensor((x - mu) / sd, dtype=torch.float32),
-                       torch.tensor((s - smu) / ssd, dtype=torch.float32)).numpy()
-
-    return predict
-
-
-def _spread(sd: np.ndarray) -> np.ndarray:
-    """Standard deviations to divide by: a feature constant in training (cores, t_max on
-    one machine) is left unscaled rather than blown up by a tiny divisor."""
-    return np.where(sd > 1e-6, sd, 1.0)
-
-
-def _ridge(a: np.ndarray, y: np.ndarray, lam: float = 1e-2) -> Callable[[np.ndarray],
-                                                                         np.ndarray]:
-    mu, sd = a.mean(axis=0), _spread(a.std(axis=0))
-    z = np.hstack([(a - mu) / sd, np.ones((len(a), 1))])
-    w = np.linalg.solve(z.T @ z + lam * np.eye(z.shape[1]), z.T @ y)
-    return lambda b: np.hstack([(b - mu) / sd, np.ones((len(b), 1))]) @ w
-
-
-def _predictions(data: dict[str, np.ndarray], train: np.ndarray, test: np.ndarray,
-                 seed: int, epochs: int) -> dict[str, np.ndarray]:
-    """Normalised predictions of every method for the ``test`` rows."""
-    from seer.stpa.encoder import channel_mask, numpy_encode
-
-    t_max = int(data["t_max"])
+    rows = rows[_cores(data)[rows] <= 2] if "machine" not in data else \
+        rows[data["machine"][rows] == "2-core"]
+    if not len(rows):
+        return None
     mask = data["mask"]
-    y = data["labels"] / t_max
     x = traces(data["features"], mask)
-    s = static_inputs(data["static"])
+    encoder = TimesURLEncoder(x.shape[-1], seed=seed).fit(x[rows], epochs=epochs, seed=seed,
+                                                           mask=channel_mask(mask))
+    weights = encoder.export()
+    old_static = static_inputs(data["static"])[:, :8]  # without the capacity column
+
+    def inputs(r: np.ndarray) -> np.ndarray:
+        return np.hstack([numpy_encode(weights, x[r], channel_mask(mask)), old_static[r]])
+
+    labels = np.minimum(data["labels"], _V1_T_MAX)
+    trees = Regressor(seed).fit(inputs(rows), labels[rows] / _V1_T_MAX)
+    return lambda r: np.clip(np.rint(trees.predict(inputs(r)) * _V1_T_MAX), 1,
+                             _V1_T_MAX).astype(int)
+
+
+def _on_machine(y: np.ndarray, cores: np.ndarray, kind: str) -> np.ndarray:
+    return np.array([threads_for(v, int(c), kind) for v, c in zip(y, cores, strict=True)])
+
+
+def _choices(data: dict[str, np.ndarray], train: np.ndarray, test: np.ndarray, seed: int,
+             epochs: int, steps: int | None, target: str) -> dict[str, np.ndarray]:
+    """Every method's thread counts for ``test``, fit on ``train``."""
+    y, cores = _targets(data, target), _cores(data)
+    steps = steps or data["features"].shape[2]
+    features = data["features"][:, :, :steps]
     out: dict[str, np.ndarray] = {}
-    stpa = fit_stpa(data, train, seed=seed, epochs=epochs)
-    out["stpa"] = stpa.predict_normalised(data["features"][test], mask, data["static"][test])
-    static_only = _xgb(seed).fit(s[train], y[train])
-    out["xgboost-static"] = static_only.predict(s[test])
-    flat = np.hstack([np.sign(x).reshape(len(x), -1) * np.log1p(np.abs(x)).reshape(len(x), -1),
-                      s])
-    out["xgboost-raw"] = _xgb(seed).fit(flat[train], y[train]).predict(flat[test])
-    out["lstm"] = _lstm(x[train], s[train], y[train], seed)(x[test], s[test])
-    emb = numpy_encode(stpa.encoder, x, channel_mask(mask))
-    out["timesurl"] = _ridge(emb[train], y[train])(emb[test])
-    cores = data["static"][:, STATIC_FEATURES.index("cores")]
-    out["cores"] = np.minimum(cores[test], t_max) / t_max
-    out["oracle"] = y[test]
+    stpa = fit_stpa(data, train, seed=seed, epochs=epochs, steps=steps, target=target)
+    out["stpa"] = stpa.choose(features[test], data["mask"], data["static"][test])
+    s = model_inputs(data["static"], features, static_only=True)
+    static_only = Regressor(seed).fit(s[train], y[train])
+    out["xgboost-static"] = _on_machine(static_only.predict(s[test]), cores[test], target)
+    out["fixed"] = _fixed(data, train, test)
+    out["cores"] = np.minimum(cores[test], data["t_range"][test])
+    v1 = _fit_v1(data, train, seed, epochs)
+    out["stpa-2core-v1"] = v1(test) if v1 is not None else np.full(len(test), -1)
+    out["oracle"] = data["labels"][test]
     return out
+
+
+def _fixed(data: dict[str, np.ndarray], train: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """The best fixed count per machine from the training rows (see the module
+    docstring)."""
+    thr = _relative(data)
+    cores = _cores(data)
+    out = np.zeros(len(test), int)
+    machine = data["machine"]
+    for i, row in enumerate(test):
+        same = train[machine[train] == machine[row]]
+        if len(same):
+            t_range = int(data["t_range"][row])
+            scores = np.nanmean(thr[same, :t_range], axis=0)
+            out[i] = int(np.nanargmax(scores)) + 1
+        else:  # no rows of this machine: the best fixed y of the others, on this machine
+            grid = np.linspace(-3, 3, 49)
+            scores = [np.nanmean([thr[r, threads_for(g, cores[r]) - 1] for r in train])
+                      for g in grid]
+            out[i] = threads_for(grid[int(np.nanargmax(scores))], cores[row])
+    return out
+
+
+def _relative(data: dict[str, np.ndarray]) -> np.ndarray:
+    """Median throughput of each scan point over the row's best: ``(rows, T)``."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NaN past a row's scan
+        thr = np.nanmedian(data["throughput"], axis=2)
+    return thr / np.nanmax(thr, axis=1, keepdims=True)
+
+
+def regrets(data: dict[str, np.ndarray], rows: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Throughput at ``chosen`` over the best of each row's scan (NaN where a method made
+    no choice)."""
+    thr = _relative(data)
+    return np.array([thr[r, c - 1] if 1 <= c <= thr.shape[1] else np.nan
+                     for r, c in zip(rows, chosen, strict=True)])
+
+
+def _metrics(data: dict[str, np.ndarray], rows: np.ndarray, chosen: np.ndarray
+             ) -> dict[str, Any]:
+    ok = chosen > 0
+    if not ok.any():
+        return {"rows": 0}
+    rows, chosen = rows[ok], chosen[ok]
+    regret = regrets(data, rows, chosen)
+    y = _targets(data)[rows]
+    p = target_of(chosen, _cores(data)[rows])
+    return {"rows": len(rows),
+            "mae_threads": float(np.mean(np.abs(chosen - data["labels"][rows]))),
+            "mae": float(np.mean(np.abs(p - y))), "mse": float(np.mean((p - y) ** 2)),
+            "mse_threads": float(np.mean((chosen - data["labels"][rows]) ** 2.0)),
+            "regret_mean": float(np.nanmean(regret)), "regret_worst": float(np.nanmin(regret))}
+
+
+def _report(data: dict[str, np.ndarray], rows: np.ndarray, chosen: dict[str, np.ndarray]
+            ) -> dict[str, Any]:
+    machines = sorted(set(data["machine"][rows].tolist()))
+    report: dict[str, Any] = {"methods": {}, "machines": {}}
+    for m, c in chosen.items():
+        report["methods"][m] = _metrics(data, rows, c)
+    for name in machines:
+        on = data["machine"][rows] == name
+        report["machines"][name] = {m: _metrics(data, rows[on], c[on])
+                                    for m, c in chosen.items()}
+    regret = regrets(data, rows, chosen["stpa"])
+    report["rows"] = [{"name": str(data["names"][r]), "group": str(data["groups"][r]),
+                       "machine": str(data["machine"][r]), "best": int(data["labels"][r]),
+                       **{m: int(c[i]) for m, c in chosen.items() if m != "oracle"},
+                       "regret": float(regret[i])} for i, r in enumerate(rows)]
+    report["chosen"] = [int(c) for c in chosen["stpa"]]
+    report["checks"] = checks(data, rows, chosen["stpa"])
+    return report
+
+
+def checks(data: dict[str, np.ndarray], rows: np.ndarray, chosen: np.ndarray
+           ) -> dict[str, Any]:
+    """The issue's two checks on choices: rows whose best is above 8 (how many choices are
+    above 8), and compute-bound rows (not ``wait-*``) with a choice above the cores where
+    the scan does not show that count faster than every count up to the cores."""
+    thr = _relative(data)
+    cores = _cores(data)
+    above = [i for i, r in enumerate(rows) if data["labels"][r] > 8]
+    over = []
+    for i, r in enumerate(rows):
+        compute = not str(data["names"][r]).startswith("wait")
+        c = int(chosen[i])
+        if compute and c > cores[r] and thr[r, c - 1] <= np.nanmax(thr[r, :cores[r]]):
+            over.append(str(data["names"][r]))
+    return {"best_above_8": len(above),
+            "chosen_above_8_of_those": int(sum(chosen[i] > 8 for i in above)),
+            "compute_bound_over_cores_without_gain": over}
 
 
 def group_folds(groups: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -150,50 +229,51 @@ def group_folds(groups: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray,
     return [(np.flatnonzero(fold != f), np.flatnonzero(fold == f)) for f in range(k)]
 
 
+def _with_machine(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Rows of an old single-machine data set get the machine fields."""
+    if "machine" in data:
+        return data
+    from seer.stpa.dataset import _labelled  # one labelling rule for every layout
+
+    n = len(data["labels"])
+    static = data["static"]
+    if static.shape[1] == len(STATIC_FEATURES) - 1:
+        static = np.hstack([static, static[:, [STATIC_FEATURES.index("cores")]]])
+    return _labelled({**data, "static": static, "machine": np.full(n, "2-core"),
+                      "throughput": data["throughput"].astype(np.float64)})
+
+
 def evaluate(data: dict[str, np.ndarray], *, folds: int = 4, seed: int = 0,
-             epochs: int = 40, progress: Callable[[Any], Any] | None = None
-             ) -> dict[str, Any]:
-    """Grouped K-fold evaluation of every method (see the module docstring). Returns
-    per-method metrics (train and test) and per-test-row choices."""
-    t_max = int(data["t_max"])
-    thr = np.median(data["throughput"], axis=2)  # (rows, t_max)
-    best = thr.max(axis=1)
+             epochs: int = 40, steps: int | None = None, target: str = "log2",
+             progress: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """Grouped K-fold over configuration groups (each machine's configurations are
+    groups of their own): every method's metrics on the held-out rows, overall and per
+    machine, each held-out row's choices and :func:`checks`."""
+    data = _with_machine(data)
     splits = group_folds(data["groups"], folds, seed)
-    preds = {m: np.full(len(data["labels"]), np.nan) for m in METHODS}
-    train_preds: dict[str, list[float]] = {m: [] for m in METHODS}
-    train_truth: list[float] = []
-    iterator = progress(splits) if progress else splits
-    for train, test in iterator:
-        fold = _predictions(data, train, test, seed, epochs)
-        for m, p in fold.items():
-            preds[m][test] = p
-        inner = _predictions(data, train, train, seed, epochs)  # fit on train, score train
-        for m, p in inner.items():
-            train_preds[m].extend(p.tolist())
-        train_truth.extend((data["labels"][train] / t_max).tolist())
-    y = data["labels"] / t_max
-    report: dict[str, Any] = {"methods": {}, "rows": []}
-    for m in METHODS:
-        p = preds[m]
-        chosen = np.clip(np.rint(p * t_max), 1, t_max).astype(int)
-        regret = thr[np.arange(len(chosen)), chosen - 1] / best
-        report["methods"][m] = {
-            "mae": float(np.mean(np.abs(p - y))), "mse": float(np.mean((p - y) ** 2)),
-            "mae_threads": float(np.mean(np.abs(p - y)) * t_max),
-            "mse_threads": float(np.mean(((p - y) * t_max) ** 2)),
-            "regret_mean": float(regret.mean()), "regret_worst": float(regret.min()),
-        }
-        if m == "stpa":
-            report["chosen"] = chosen.tolist()
-    tt = np.array(train_truth)
-    for m in METHODS:
-        tp = np.array(train_preds[m])
-        report["methods"][m]["train_mae"] = float(np.mean(np.abs(tp - tt)))
-        report["methods"][m]["train_mse"] = float(np.mean((tp - tt) ** 2))
-    report["rows"] = [{"name": str(n), "group": str(g), "best": int(lbl),
-                       "stpa": int(c)}
-                      for n, g, lbl, c in zip(data["names"], data["groups"], data["labels"],
-                                              report["chosen"], strict=True)]
-    report["folds"] = folds
-    report["t_max"] = t_max
+    chosen = {m: np.zeros(len(data["labels"]), int) for m in METHODS}
+    for train, test in progress(splits) if progress else splits:
+        for m, c in _choices(data, train, test, seed, epochs, steps, target).items():
+            chosen[m][test] = c
+    report = _report(data, np.arange(len(data["labels"])), chosen)
+    report.update(folds=folds, seed=seed, epochs=epochs, target=target,
+                  steps=steps or int(data["features"].shape[2]))
     return report
+
+
+def evaluate_machines(data: dict[str, np.ndarray], *, seed: int = 0, epochs: int = 40,
+                      steps: int | None = None, target: str = "log2") -> dict[str, Any]:
+    """Held-out machines: for each ordered pair of machines, fit on one's rows and report
+    on the other's (``"2-core -> 16-core"``)."""
+    data = _with_machine(data)
+    machines = sorted(set(data["machine"].tolist()), key=lambda m: int(m.split("-")[0]))
+    out: dict[str, Any] = {}
+    for source in machines:
+        for dest in machines:
+            if source == dest:
+                continue
+            train = np.flatnonzero(data["machine"] == source)
+            test = np.flatnonzero(data["machine"] == dest)
+            chosen = _choices(data, train, test, seed, epochs, steps, target)
+            out[f"{source} -> {dest}"] = _report(data, test, chosen)
+    return out

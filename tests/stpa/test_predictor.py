@@ -8,36 +8,58 @@ import pytest
 import seer
 from seer.marl import SeerParallelEnv
 from seer.stpa import predictor as predictor_module
-from seer.stpa.predictor import DATA_DIR, Predictor, choose_threads
-from seer.stpa.preflight import STATIC_FEATURES
-from seer.stpa.train import evaluate, group_folds
+from seer.stpa.cli import DEFAULT_DATASETS
+from seer.stpa.dataset import load_rows
+from seer.stpa.predictor import DATA_DIR, Predictor, choose_threads, threads_for
+from seer.stpa.preflight import PREFLIGHT_STEPS, STATIC_FEATURES
+from seer.stpa.train import METHODS, evaluate, evaluate_machines, group_folds
+from seer.stpa.trees import TreeEnsemble
 from seer.testing import assert_outputs_identical
 from workloads.pcs import PCS
 from workloads.synthetic import BenchModel
 
 
 def test_the_shipped_model_loads_and_predicts_a_thread_count():
-    """The thread count is the shipped regressor's prediction for the preflight just run,
-    rounded to a multiple of 1/t_max: recomputed here from the preflight's features (the
-    count itself depends on timings, so no fixed value can be expected)."""
+    """The thread count is the shipped trees' prediction for the preflight just run,
+    mapped onto this machine: recomputed here from the preflight's features (the count
+    itself depends on timings, so no fixed value can be expected)."""
     predictor = Predictor.load(DATA_DIR)
-    assert predictor.t_max == 8 and predictor.mask.any()
+    assert predictor.mask.any() and predictor.target == "log2"
+    assert set(predictor.trained_on["machines"]) == {"2-core", "16-core"}
     threads, info = choose_threads(BenchModel(200, cost_us=5, fanout=1), predictor=predictor)
     static = np.array([[info["static"][name] for name in STATIC_FEATURES]])
-    again = predictor.predict_normalised(info["features"][None], info["mask"], static)
-    assert float(again[0]) == info["normalised"] and np.isfinite(info["normalised"])
-    assert threads == min(max(round(info["normalised"] * 8), 1), 8)
+    again = predictor.predict_target(info["features"][None], info["mask"], static)
+    assert float(again[0]) == info["predicted"] and np.isfinite(info["predicted"])
+    cores = int(info["static"]["cores"])
+    assert threads == threads_for(info["predicted"], cores)
+    assert info["features"].shape[1] == predictor.steps
 
 
-@pytest.mark.parametrize(("normalised", "threads"), [
-    (-0.5, 1), (0.0, 1), (0.06, 1), (0.2, 2), (0.3125, 2), (0.35, 3), (0.5, 4), (0.9, 7),
-    (1.0, 8), (1.7, 8)])
-def test_a_prediction_is_rounded_to_a_thread_count_and_clipped_to_1_through_t_max(
-        normalised, threads):
-    predictor = Predictor.load(DATA_DIR)
-    assert predictor.threads_for(normalised) == threads  # 0.3125 * 8 = 2.5: to even
-    assert predictor.threads_for(normalised, t_max=16) == min(max(round(normalised * 16), 1),
-                                                              16)
+@pytest.mark.parametrize(("y", "cores", "threads"), [
+    (-5.0, 2, 1), (0.0, 2, 2), (1.0, 2, 4), (2.0, 2, 8), (3.0, 2, 8), (0.0, 16, 16),
+    (-0.5, 16, 11), (-1.0, 16, 8), (1.0, 16, 16), (0.0, 64, 64), (-1.0, 64, 32)])
+def test_a_prediction_maps_onto_the_machine_it_runs_on(y, cores, threads):
+    """round(cores * 2**y) within 1..max(8, cores): never clipped to a training t_max."""
+    assert threads_for(y, cores) == threads
+
+
+def test_the_numpy_trees_predict_what_xgboost_predicts():
+    xgboost = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 6))
+    x[::7, 2] = np.nan  # missing values follow default_left
+    y = np.sin(x[:, 0]) + np.nan_to_num(x[:, 2])
+    booster = xgboost.train({"max_depth": 3, "eta": 0.1, "nthread": 1},
+                            xgboost.DMatrix(x, label=y), num_boost_round=30)
+    path = DATA_DIR.parent / "__pycache__" / "trees-test.json"
+    path.parent.mkdir(exist_ok=True)
+    booster.save_model(str(path))
+    try:
+        ours = TreeEnsemble.load(path).predict(x)
+    finally:
+        path.unlink()
+    np.testing.assert_allclose(ours, booster.predict(xgboost.DMatrix(x)), rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_threads_auto_is_bit_identical_to_the_same_fixed_count():
@@ -45,7 +67,7 @@ def test_threads_auto_is_bit_identical_to_the_same_fixed_count():
     auto = seer.make_runtime(model, "seer", threads="auto")
     info = auto.stpa
     assert info["threads"] == auto.threads and info["probe"] >= 2 and info["seconds"] > 0
-    assert info["features"].shape[1] == 8 and 0 < info["normalised"] < 2
+    assert info["features"].shape[1] == PREFLIGHT_STEPS and np.isfinite(info["predicted"])
     fixed = seer.make_runtime(model, "seer", threads=auto.threads)
     try:
         assert_outputs_identical(fixed.reset(3), auto.reset(3))
@@ -62,16 +84,19 @@ def test_threads_auto_through_the_pettingzoo_adapter():
     env.reset(seed=0)
     info = env.runtime.stpa
     assert info is not None and env.runtime.threads == info["threads"]
-    assert info["threads"] == min(max(round(info["normalised"] * info["t_max"]), 1),
-                                  info["t_max"])
+    assert info["threads"] == threads_for(info["predicted"], int(info["static"]["cores"]))
     env.close()
 
 
-def test_without_xgboost_auto_names_the_extra(monkeypatch):
+def test_threads_auto_needs_no_xgboost(monkeypatch):
+    """Inference walks the trees in numpy (the offline bundle has no xgboost)."""
     monkeypatch.setitem(sys.modules, "xgboost", None)  # import xgboost -> ImportError
-    monkeypatch.setattr(predictor_module, "_loaded", [])
-    with pytest.raises(seer.ModelError, match=r"needs xgboost: install the 'stpa' extra"):
-        seer.make_runtime(BenchModel(10), "seer", threads="auto")
+    monkeypatch.setattr(predictor_module, "_loaded", {})
+    rt = seer.make_runtime(BenchModel(10), "seer", threads="auto")
+    try:
+        assert rt.threads == rt.stpa["threads"] >= 1
+    finally:
+        rt.close()
 
 
 def test_a_failing_model_reports_its_own_error_not_a_predictor_error():
@@ -86,12 +111,12 @@ def test_a_failing_model_reports_its_own_error_not_a_predictor_error():
 def test_missing_metrics_lower_the_input_but_do_not_crash():
     predictor = Predictor.load(DATA_DIR)
     pre_f = np.random.default_rng(0).random((1, len(predictor.mask), 8, 3))
-    static = np.array([[100, 200, 10, 0.1, 3, 2, 8, 2]], float)
+    static = np.array([[100, 200, 10, 0.1, 3, 2, 8, 2, 1.9]], float)
     none = np.zeros(len(predictor.mask), bool)
     some = predictor.mask.copy()
     some[: len(some) // 2] = False
     for mask in (none, some):
-        value = predictor.predict_normalised(pre_f, mask, static)
+        value = predictor.predict_target(pre_f, mask, static)
         assert np.isfinite(value).all()
 
 
@@ -104,16 +129,29 @@ def test_group_folds_never_split_a_group():
         assert not set(groups[train]) & set(groups[test])
 
 
-def test_evaluation_reports_every_method_on_a_small_dataset():
-    from seer.stpa.dataset import load_dataset
+def _small_rows():
+    data = load_rows(DEFAULT_DATASETS)
+    keep = np.isin(data["groups"], [g for g in np.unique(data["groups"])
+                                    if g.split("/")[1] in ("bench-c0", "wait-w150", "pcs-20",
+                                                           "aircraft-150")])
+    return {k: (v[keep] if v.ndim and len(v) == len(data["labels"]) and k != "mask" else v)
+            for k, v in data.items()}
 
-    data = load_dataset(DATA_DIR / "dataset.npz")
-    keep = np.isin(data["groups"], np.unique(data["groups"])[:6])
-    per_row = {"features", "static", "labels", "groups", "names", "throughput"}
-    small = {k: (v[keep] if k in per_row else v) for k, v in data.items()}
-    report = evaluate(small, folds=2, epochs=2)
-    assert set(report["methods"]) == {"stpa", "xgboost-static", "xgboost-raw", "lstm",
-                                      "timesurl", "cores", "oracle"}
-    assert report["methods"]["oracle"]["regret_mean"] == 1.0
+
+def test_evaluation_reports_every_method_on_a_small_dataset():
+    report = evaluate(_small_rows(), folds=2, epochs=2, steps=4)
+    assert set(report["methods"]) == set(METHODS)
+    assert set(report["machines"]) == {"2-core", "16-core"}
+    assert report["methods"]["oracle"]["mae_threads"] == 0.0
     for m in report["methods"].values():
         assert 0 < m["regret_worst"] <= m["regret_mean"] <= 1.0
+    assert report["checks"]["best_above_8"] > 0
+
+
+def test_held_out_machines_train_on_one_and_test_on_the_other():
+    report = evaluate_machines(_small_rows(), epochs=2, steps=4)
+    assert set(report) == {"2-core -> 16-core", "16-core -> 2-core"}
+    assert {r["machine"] for r in report["2-core -> 16-core"]["rows"]} == {"16-core"}
+    # the previous method trains on 2-core rows only: nothing to train on from 16 cores
+    assert report["16-core -> 2-core"]["methods"]["stpa-2core-v1"] == {"rows": 0}
+    assert max(r["stpa-2core-v1"] for r in report["2-core -> 16-core"]["rows"]) <= 8
