@@ -6,27 +6,21 @@
         --workload pcs --entities 1600 --cost 120 --steps 10         # wall and CPU
     .venv/bin/python -m bench.compare --cachegrind serial seer:1 --top 20 \\
         --workload pcs --entities 1600 --cost 120                    # instructions, misses
-    .venv/bin/python -m bench.compare HEAD~1 HEAD --cachegrind seer:1 --workload pcs
+    .venv/bin/python -m bench.compare --perf serial seer:1 independent:2 seer:2 \\
+        --workload pcs --cost 15 --steps 40                          # CPU per function
 
 Each revision is checked out with ``git worktree add --detach`` into a temporary directory
-(removed at the end) and run with the worktree as working directory and ``PYTHONPATH``, so
-that revision's ``seer``, ``bench`` and ``workloads`` are imported (checked first). Only
-committed code is compared. Rounds alternate which revision goes first.
-
-* default: every round runs ``python -m bench.bench_runtimes`` with the other arguments
-  (pyperf; ``--processes 1 --values 3 --warmups 1 --loops 4`` unless given) into
-  ``RESULTS/a-roundN.json`` and ``b-roundN.json`` (``--results``, else a kept temporary
-  directory); the table gives the ratio B/A of the per-round medians, median and range.
-* ``--cpu RUNTIME ...``: wall and process CPU per step, each runtime alone in a fresh
-  process (:data:`CHILD`), A and B alternating.
-* ``--cachegrind RUNTIME ...``: instructions and simulated cache misses per step, which do
-  not move with the host's load (valgrind runs one thread at a time: use one-thread
-  runtimes). Each runtime runs twice under cachegrind, for 1 and ``1 + --steps`` timed
-  steps, and the difference is divided by ``--steps``; the last level is simulated as
-  ``--ll-bytes`` (2 MiB, this machine's per-core L2). Without revisions it counts this
-  checkout. ``--top N`` lists the functions that change most between the first two runs.
-
-What each mode is for, and how to read it: docs/performance.md.
+(removed at the end) and run there with the worktree on ``PYTHONPATH``, its imports
+checked first; only committed code is compared, and rounds alternate which goes first.
+The default mode runs ``python -m bench.bench_runtimes`` with the other arguments once a
+round per revision (pyperf; ``--processes 1 --values 3 --warmups 1 --loops 4`` unless
+given) and gives B/A of the per-round medians. ``--cpu``, ``--cachegrind`` and ``--perf``
+run each runtime alone in a fresh process (:data:`CHILD`): wall and process CPU per step;
+instructions and simulated cache misses per step (the difference of runs of 1 and
+``1 + --steps`` steps, so start-up cancels out; one-thread runtimes, as valgrind runs one
+thread at a time); perf samples of the timed steps, each sample's CPU to its innermost
+Python function (or its library), with ``-X perf``. The profilers run without revisions
+on this checkout. What each mode is for, and how to read it: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -36,6 +30,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,7 +41,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from bench.harness import ROOT, Runs, label, load, parse_runtime, table
 
@@ -61,31 +56,45 @@ SHAPE_FLAGS = {"--fast", "--rigorous", "--debug-single-value", "-p", "--processe
 OWN_FLAGS = {"-o", "--output", "--append"}
 #: a ratio closer to 1 than this is a tie, whatever its range
 NOISE = 0.03
-#: One runtime's wall and CPU seconds per step, printed as JSON: run with ``python -c`` in
-#: a revision's worktree, it uses only what older revisions have too (its own timing loop,
-#: ``bench.bench_runtimes.make_model``). ``busy_ns`` fixes BusyWork's calibration, which
-#: moves by about 10 % between processes, so both revisions run the same work.
+#: One runtime's wall and CPU seconds per step (``independent:T``: T serial runs, one per
+#: thread; its CPU per step of one run) and the monotonic clock's interval of its timed
+#: steps, printed as JSON. Run with ``python -c`` in a revision's worktree, it uses only
+#: what older revisions have too (``bench.bench_runtimes.make_model``). ``busy_ns`` fixes
+#: BusyWork's calibration, which moves by about 10 % between processes, so both revisions
+#: run the same work.
 CHILD = """\
-import json, sys, time
+import json, sys, threading, time
 import seer, seer.busywork
 from bench.bench_runtimes import make_model
 a = json.loads(sys.argv[1])
 if a["busy_ns"] > 0:
     seer.busywork._ns_per_element = a["busy_ns"]
-model = make_model(a["workload"], a["entities"], a["cost"], a["fanout"], a["gain"])
-actions = [model.sample_actions(t) for t in range(a["warmup"] + a["steps"])]
-rt = seer.make_runtime(model, a["kind"], threads=a["threads"])
-try:
+copies = a["threads"] if a["kind"] == "independent" else 1
+kind, threads = ("serial", 1) if a["kind"] == "independent" else (a["kind"], a["threads"])
+runs = []
+for _ in range(copies):
+    model = make_model(a["workload"], a["entities"], a["cost"], a["fanout"], a["gain"])
+    actions = [model.sample_actions(t) for t in range(a["warmup"] + a["steps"])]
+    rt = seer.make_runtime(model, kind, threads=threads)
     rt.reset(seed=0)
     for t in range(a["warmup"]):
         rt.step(actions[t])
-    c0, t0 = time.process_time(), time.perf_counter()
-    for t in range(a["warmup"], a["warmup"] + a["steps"]):
-        rt.step(actions[t])
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-finally:
+    runs.append((rt, actions[a["warmup"]:]))
+def run(rt, actions):
+    for x in actions:
+        rt.step(x)
+others = [threading.Thread(target=run, args=r) for r in runs[1:]]
+c0, t0 = time.process_time(), time.monotonic_ns()
+for w in others:
+    w.start()
+run(*runs[0])
+for w in others:
+    w.join()
+t1, cpu = time.monotonic_ns(), time.process_time() - c0
+for rt, _ in runs:
     rt.close()
-print(json.dumps({"wall_s": wall / a["steps"], "cpu_s": cpu / a["steps"]}))
+print(json.dumps({"wall_s": (t1 - t0) / 1e9 / a["steps"], "cpu_s": cpu / a["steps"] / copies,
+                  "start_ns": t0, "end_ns": t1, "steps": a["steps"], "runs": copies}))
 """
 #: cachegrind's events reported: instructions, L1 data misses, last-level misses
 COLUMNS = {"instructions": ("Ir",), "L1d misses": ("D1mr", "D1mw"),
@@ -370,14 +379,107 @@ def cachegrind_table(profiles: dict[str, Counts], top: int) -> list[str]:
     return out
 
 
+# -- perf ------------------------------------------------------------------------------------
+#: perf's sampling frequency (Hz): about one sample per millisecond of CPU
+FREQUENCY = 999
+_HEADER = re.compile(r"^\s*\d+\s+(\d+\.\d+):\s+(\d+)\s*$")
+_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(.*?)(?:\+0x[0-9a-f]+)?\s+\((.*)\)\s*$")
+NATIVE = "(native) "
+
+
+def perf_problem() -> str | None:
+    """Why ``perf`` cannot profile here, or None."""
+    if shutil.which("perf") is None:
+        return "`perf` is not installed (linux-tools / linux-perf)"
+    if sys.platform != "linux":
+        return f"perf trampolines (-X perf) need Linux, not {sys.platform}"
+    try:
+        paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    except (OSError, ValueError):
+        return None
+    if paranoid > 2:
+        return (f"kernel.perf_event_paranoid is {paranoid}; sampling one's own processes "
+                "needs 2 or less (sysctl kernel.perf_event_paranoid=2)")
+    return None
+
+
+def _frame(symbol: str, dso: str, root: Path) -> str:
+    """``py::Class.method:/path/file.py`` -> ``Class.method (path relative to root or to
+    site-packages)``; a native frame -> ``(native) library``."""
+    if not symbol.startswith("py::"):
+        return NATIVE + (Path(dso).name or "?")
+    name, _, path = symbol[4:].partition(":")
+    p = Path(path)
+    if p.is_relative_to(root) and ".venv" not in p.parts:
+        return f"{name} ({p.relative_to(root)})"
+    if "site-packages" in p.parts:
+        return f"{name} ({'/'.join(p.parts[p.parts.index('site-packages') + 1:])})"
+    return f"{name} ({p.name})"
+
+
+def attribute(script: str, start_ns: int, end_ns: int, root: Path = ROOT) -> Counter[str]:
+    """CPU nanoseconds per function from ``perf script -F tid,time,period,ip,sym,dso --ns``
+    output with call chains: each sample in ``[start_ns, end_ns]`` goes to its innermost
+    Python frame, or to its leaf's library when it has none."""
+    totals: Counter[str] = Counter()
+    for block in script.split("\n\n"):
+        lines = block.strip("\n").splitlines()
+        head = _HEADER.match(lines[0]) if lines else None
+        if head is None or not start_ns <= round(float(head.group(1)) * 1e9) <= end_ns:
+            continue
+        frames = [m.groups() for line in lines[1:] if (m := _FRAME.match(line))]
+        python = next((f for f in frames if f[0].startswith("py::")), None)
+        # an inlined frame names no library: the first frame that does is its caller's
+        native = next((f for f in frames if f[1] != "inlined"), None)
+        totals[_frame(*(python or native or ("?", "?")), root)] += int(head.group(2))
+    return totals
+
+
+def perf_per_step(runtime: str, model: argparse.Namespace, steps: int,
+                  where: Path) -> dict[str, Any]:
+    """:data:`CHILD` of ``runtime`` under ``perf record --call-graph dwarf`` with CPython's
+    perf trampolines: wall ms per step, and CPU ms per step of one environment, in all
+    and per function (:func:`attribute`), over the timed steps only."""
+    with tempfile.TemporaryDirectory(prefix="seer-perf-") as tmp:
+        data = Path(tmp) / "perf.data"
+        child = _run(["perf", "record", "-q", "-F", str(FREQUENCY), "-k", "CLOCK_MONOTONIC",
+                      "--call-graph", "dwarf,16384", "-o", str(data), "--", sys.executable,
+                      "-X", "perf", *_child_args(model, runtime, steps)], where)
+        script = _run(["perf", "script", "-i", str(data), "--ns",
+                       "-F", "tid,time,period,ip,sym,dso"], where).stdout
+    w = json.loads(child.stdout.strip().splitlines()[-1])
+    per = w["steps"] * w["runs"]
+    ns = attribute(script, w["start_ns"], w["end_ns"], where)
+    return {"cpu_ms": sum(ns.values()) / per / 1e6, "wall_ms": 1e3 * w["wall_s"],
+            "functions": {k: v / per / 1e6 for k, v in ns.items()}}
+
+
+def perf_table(profiles: dict[str, dict[str, Any]], top: int) -> list[str]:
+    """ms of CPU per step by function, every run side by side (two at least): the ``top``
+    functions by how much the last run spends above the one before it, then the totals."""
+    names = list(profiles)
+    last, before = profiles[names[-1]], profiles[names[-2]]
+    funcs = {k for p in profiles.values() for k in p["functions"]}
+
+    def excess(k: str) -> float:
+        return last["functions"].get(k, 0.0) - before["functions"].get(k, 0.0)
+
+    rows = [[k, *(f"{profiles[n]['functions'].get(k, 0.0):.2f}" for n in names),
+             f"{excess(k):+.2f}"] for k in sorted(funcs, key=lambda k: (-abs(excess(k)), k))[:top]]
+    rows.append(["**all (CPU per step)**", *(f"{profiles[n]['cpu_ms']:.1f}" for n in names),
+                 f"{last['cpu_ms'] - before['cpu_ms']:+.1f}"])
+    return table(["function", *names, f"{names[-1]} - {names[-2]}"], rows)
+
+
 # -- command line ----------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench.compare", description=__doc__.splitlines()[0],
         allow_abbrev=False, usage="python -m bench.compare [REV_A REV_B] [--cpu RUNTIME ... | "
-        "--cachegrind RUNTIME ...] [options] [bench_runtimes args...]",
-        epilog="Without --cpu or --cachegrind, every other argument goes to "
-        "bench.bench_runtimes of both revisions.")
+        "--cachegrind RUNTIME ... | --perf RUNTIME ...] [options] [bench_runtimes args...]",
+        epilog="Without --cpu, --cachegrind or --perf, every other argument goes to "
+        "bench.bench_runtimes of both revisions. A RUNTIME may be independent:T, T serial "
+        "runs on T threads of one process.")
     parser.add_argument("--rounds", type=int, default=3, help="paired rounds (default 3)")
     parser.add_argument("--results", type=Path, default=None,
                         help="directory for the pyperf files (default: a new temporary one)")
@@ -386,17 +488,21 @@ def _parser() -> argparse.ArgumentParser:
                       help="wall and CPU time of these runtimes, each in a fresh process")
     mode.add_argument("--cachegrind", nargs="+", metavar="RUNTIME",
                       help="instructions and cache misses per step under valgrind")
+    mode.add_argument("--perf", nargs="+", metavar="RUNTIME",
+                      help="CPU per step by Python function, from Linux perf samples")
     parser.add_argument("--ll-bytes", type=int, default=2 << 20,
                         help="--cachegrind: simulated last-level cache (default 2 MiB)")
-    parser.add_argument("--top", type=int, default=0, metavar="N",
-                        help="--cachegrind: the N functions that differ most")
-    parser.add_argument("--out", type=Path, help="--cachegrind: also write the counts as JSON")
+    parser.add_argument("--top", type=int, default=None, metavar="N",
+                        help="the N functions that differ most (--cachegrind: default 0, "
+                        "--perf: 25)")
+    parser.add_argument("--out", type=Path,
+                        help="--cachegrind, --perf: also write the figures as JSON")
     return parser
 
 
 def _model_parser() -> argparse.ArgumentParser:
-    """The model of ``--cpu`` and ``--cachegrind``, and its steps."""
-    model = argparse.ArgumentParser(prog="python -m bench.compare --cpu/--cachegrind",
+    """The model of ``--cpu``, ``--cachegrind`` and ``--perf``, and its steps."""
+    model = argparse.ArgumentParser(prog="python -m bench.compare --cpu/--cachegrind/--perf",
                                     allow_abbrev=False)
     model.add_argument("--workload", default="pcs")
     model.add_argument("--entities", type=int, default=1600)
@@ -404,7 +510,7 @@ def _model_parser() -> argparse.ArgumentParser:
     model.add_argument("--fanout", type=int, default=1)
     model.add_argument("--gain", type=float, default=2.0)
     model.add_argument("--steps", type=int, default=None,
-                       help="timed steps (default: --cpu 10, --cachegrind 2)")
+                       help="timed steps (default: --cpu 10, --cachegrind 2, --perf 30)")
     model.add_argument("--warmup", type=int, default=2)
     model.add_argument("--busy-ns", type=float, default=4.0,
                        help="fix BusyWork's ns per element (0: calibrate)")
@@ -416,22 +522,28 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]] | None:
     argv = sys.argv[1:] if argv is None else argv
     revs = list(itertools.takewhile(lambda a: not a.startswith("-"), argv))
     args, extra = parser.parse_known_args(argv[len(revs):])
-    if len(revs) != 2 and (revs or not args.cachegrind):
-        parser.error("give two revisions, REV_A REV_B (only --cachegrind runs without)")
+    profiler = "cachegrind" if args.cachegrind else "perf" if args.perf else None
+    if len(revs) != 2 and (revs or not profiler):
+        parser.error("give two revisions, REV_A REV_B (only --cachegrind and --perf run "
+                     "without)")
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
     try:
         commits = [git("rev-parse", "--verify", "--quiet", f"{r}^{{commit}}") for r in revs]
     except subprocess.CalledProcessError:
         parser.error(f"{' or '.join(map(repr, revs))} is not a commit of {ROOT}")
-    if args.cpu or args.cachegrind:
+    if args.perf and len(args.perf) * max(1, len(revs)) < 2:
+        parser.error("--perf compares two runs: give two runtimes, or two revisions")
+    if args.perf and (problem := perf_problem()):
+        parser.error(f"--perf cannot profile here: {problem}")
+    if args.cpu or profiler:
         model = _model_parser().parse_args(extra)
         args.steps = vars(model).pop("steps")
         if args.steps is not None and args.steps < 1:
             parser.error("--steps must be >= 1")
     try:
-        if args.cachegrind:
-            return _cachegrind(parser, args, model, revs, commits)
+        if profiler:
+            return _profiles(profiler, args, model, revs, commits)
         head = f"A = {revs[0]} ({commits[0][:10]}), B = {revs[1]} ({commits[1][:10]})"
         if args.cpu:
             model.steps = args.steps or 10
@@ -462,24 +574,34 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]] | None:
     return None
 
 
-def _cachegrind(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                model: argparse.Namespace, revs: list[str],
-                commits: list[str]) -> dict[str, dict[str, float]]:
-    steps = 2 if args.steps is None else args.steps
-    if shutil.which("valgrind") is None:
+def _profiles(profiler: str, args: argparse.Namespace, model: argparse.Namespace,
+              revs: list[str], commits: list[str]) -> dict[str, dict[str, Any]]:
+    """Every runtime of ``--cachegrind`` or ``--perf`` under that profiler, in each
+    revision (or this checkout): print the table, write ``--out``, return the figures."""
+    runtimes = args.cachegrind or args.perf
+    steps = args.steps or {"cachegrind": 2, "perf": 30}[profiler]
+    if profiler == "cachegrind" and shutil.which("valgrind") is None:
         sys.exit("[compare] valgrind is not installed (apt install valgrind)")
-    profiles: dict[str, Counts] = {}
+    profiles: dict[str, Any] = {}
     with worktrees(commits) if revs else contextlib.nullcontext([ROOT]) as trees:
-        for runtime in args.cachegrind:
+        for runtime in runtimes:
             for rev, tree in zip(revs or [""], trees, strict=True):
                 name = f"{runtime} @ {rev}" if rev else runtime
-                print(f"[compare] cachegrind {name}", flush=True)
-                profiles[name] = counts_per_step(runtime, model, steps, args.ll_bytes, tree)
-    print(f"\nPer step ({steps} steps counted; last level simulated as "
-          f"{args.ll_bytes / 2**20:g} MiB; {model.workload} n={model.entities} cost "
-          f"{model.cost:g})\n")
-    print("\n".join(cachegrind_table(profiles, args.top)))
-    result = {name: {c: column(p.totals, c) for c in COLUMNS} for name, p in profiles.items()}
+                print(f"[compare] {profiler} {name}", flush=True)
+                profiles[name] = counts_per_step(runtime, model, steps, args.ll_bytes, tree) \
+                    if profiler == "cachegrind" else perf_per_step(runtime, model, steps, tree)
+    what = f"{model.workload} n={model.entities} cost {model.cost:g}, {steps} steps"
+    if profiler == "perf":
+        print(f"\nms of CPU per step of one environment by innermost Python function, {what}"
+              "\n")
+        print("\n".join(perf_table(profiles, 25 if args.top is None else args.top)))
+        result = profiles
+    else:
+        print(f"\nPer step ({what} counted; last level simulated as "
+              f"{args.ll_bytes / 2**20:g} MiB)\n")
+        print("\n".join(cachegrind_table(profiles, args.top or 0)))
+        result = {name: {c: column(p.totals, c) for c in COLUMNS}
+                  for name, p in profiles.items()}
     if args.out:
         args.out.write_text(json.dumps({"steps": steps, "ll_bytes": args.ll_bytes,
                                         "per_step": result}, indent=1) + "\n")
