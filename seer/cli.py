@@ -1,5 +1,11 @@
 """The ``seer`` command line: ``seer info``, ``seer demo``, ``seer bench ...``,
-``seer trace ...``, ``seer stpa ...``, ``seer --version``."""
+``seer trace ...``, ``seer stpa ...``, ``seer --version``.
+
+Bad input (an unknown option, a negative count, an unknown model or runtime, a model
+argument its constructor refuses, a missing file) is one line on stderr,
+``seer <command>: error: <message>``, and exit status 2; anything else that goes wrong is
+a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,18 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 import seer
+from seer.errors import ModelError
 from seer.platform import PACKAGES
+from seer.specs import non_negative_int, output_file, positive_int
+
+#: What a command raises for its user's input, not for a bug of its own: the model
+#: specs' and constructors' ModelError (a ValueError), a module named with ``--import``
+#: or a spec that is not there, and a file that cannot be read or written.
+INPUT_ERRORS = (ModelError, ImportError, FileNotFoundError, IsADirectoryError,
+                NotADirectoryError, PermissionError)
 
 
 def interpreter_facts() -> dict[str, str]:
@@ -122,8 +137,26 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (and exit status 2); its
+    subcommands' parsers are of this class too (argparse makes them so)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Give every (sub)command's parsed arguments its name (``command_prog``: ``"seer
+    demo"``, ``"seer stpa train"``), for :func:`main`'s error line."""
+    parser.set_defaults(command_prog=parser.prog)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _name_commands(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="seer", description=seer.__doc__.splitlines()[0])
+    parser = _Parser(prog="seer", description=seer.__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"seer {seer.__version__}")
     sub = parser.add_subparsers(dest="command")
     p_info = sub.add_parser("info", help="interpreter, GIL state, cores and package versions")
@@ -133,26 +166,28 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--model", default="aircraft",
                         help="a registered model name (aircraft, pcs, ...) or module:callable")
     p_demo.add_argument("kwargs", nargs="*", help="key=value arguments of the model")
-    p_demo.add_argument("--uavs", type=int, default=None,
+    p_demo.add_argument("--uavs", type=positive_int, default=None,
                         help="the aircraft's number of UAVs (n_uavs; its default: 800)")
-    p_demo.add_argument("--steps", type=int, default=60)
+    p_demo.add_argument("--steps", type=positive_int, default=60)
     p_demo.add_argument("--cost-us", type=float, default=None,
                         help="mean event cost in microseconds (cost_us; the aircraft's "
                              "collision search by default: 200)")
-    p_demo.add_argument("--threads", type=int, default=2)
-    p_demo.add_argument("--seed", type=int, default=0)
+    p_demo.add_argument("--threads", type=positive_int, default=2)
+    p_demo.add_argument("--seed", type=non_negative_int, default=0)
     p_demo.set_defaults(func=_cmd_demo)
     p_trace = sub.add_parser("trace", help="record an execution trace (Perfetto / Chrome "
                                            "Trace Event JSON)")
     p_trace.add_argument("spec", help="module:callable, e.g. workloads.pcs:PCS")
     p_trace.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
     p_trace.add_argument("--runtime", default="seer")
-    p_trace.add_argument("--threads", type=int, default=4)
-    p_trace.add_argument("--steps", type=int, default=3)
-    p_trace.add_argument("--warmup", type=int, default=1, help="untraced steps first")
-    p_trace.add_argument("--seed", type=int, default=0)
-    p_trace.add_argument("-o", "--out", default="trace.json")
-    p_trace.add_argument("--png", default="", help="also draw a Gantt chart to this file")
+    p_trace.add_argument("--threads", type=positive_int, default=4)
+    p_trace.add_argument("--steps", type=positive_int, default=3)
+    p_trace.add_argument("--warmup", type=non_negative_int, default=1,
+                         help="untraced steps first")
+    p_trace.add_argument("--seed", type=non_negative_int, default=0)
+    p_trace.add_argument("-o", "--out", type=output_file, default="trace.json")
+    p_trace.add_argument("--png", type=output_file, default="",
+                         help="also draw a Gantt chart to this file")
     p_trace.set_defaults(func=_cmd_trace)
     from seer.benchmark import add_subcommand as add_bench
     from seer.check.cli import add_subcommand as add_check
@@ -163,15 +198,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_check(sub)
     add_stpa(sub)
     add_verify(sub)
+    _name_commands(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
+    Bad input is one line on stderr and status 2 (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         return _cmd_info(args)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except INPUT_ERRORS as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{args.command_prog}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
     seer check --example aba        # the tutorial's planted ABA (exit 1: it is found)
     seer check --example aba --replay 'sc:0*3,1*10,0*4'
 
-Exit status: 0 when every real check passed and every planted bug was found; 1 otherwise.
+Exit status: 0 when every real check passed and every planted bug was found; 1 otherwise;
+2 for bad input (an unknown check, strategy or example, a malformed schedule, an output
+file whose directory is missing), on one line.
 """
 
 from __future__ import annotations
@@ -14,9 +16,32 @@ import argparse
 import sys
 from typing import Any
 
+from seer.specs import output_file
+
 __all__ = ["add_subcommand", "main"]
 
 EXAMPLES = ("aba", "aba-fixed", "relaxed", "relaxed-fixed")
+
+
+def _strategy(text: str) -> str:
+    from seer.check.explorer import STRATEGIES
+
+    if text not in STRATEGIES:
+        raise argparse.ArgumentTypeError(f"unknown strategy {text!r}; use one of "
+                                         f"{', '.join(STRATEGIES)}")
+    return text
+
+
+def _schedule(text: str) -> str:
+    from seer.check.explorer import parse_schedule
+
+    if not text:  # the default: no replay
+        return text
+    try:
+        parse_schedule(text)
+    except ValueError as exc:  # parse_schedule's own refusal of the text, nothing else
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _example(name: str) -> tuple[tuple, dict[str, Any]]:
@@ -28,17 +53,37 @@ def _example(name: str) -> tuple[tuple, dict[str, Any]]:
     return spsc_check(publish=RELEASE if name.endswith("fixed") else RELAXED), {"weak": True}
 
 
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    print(f"{args.check_prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
 def _run(args: argparse.Namespace) -> int:
-    from seer.check.explorer import explore, replay
+    from seer.check.explorer import ReplayError, explore, replay
     from seer.check.queues import CHECKS, run_all
 
+    if not args.example:
+        used = [option for option, value in (("--strategy", args.strategy),
+                                             ("--replay", args.replay),
+                                             ("--trace", args.trace), ("--dot", args.dot))
+                if value]
+        if used:
+            return _usage_error(args, f"{', '.join(used)} "
+                                      f"{'needs' if len(used) == 1 else 'need'} --example")
+    elif args.names:
+        return _usage_error(args, f"--example {args.example} runs alone; it takes no check "
+                                  f"names (got {', '.join(args.names)})")
     if args.example:
         (setup, *workers, invariant), options = _example(args.example)
         if args.replay:
-            report = replay(args.replay, setup, *workers, invariant=invariant, raises=False)
+            try:
+                report = replay(args.replay, setup, *workers, invariant=invariant,
+                                raises=False)
+            except ReplayError as exc:  # a well-formed schedule of another execution
+                return _usage_error(args, f"--replay {args.replay!r}: {exc}")
         else:
-            report = explore(setup, *workers, invariant=invariant, strategy=args.strategy,
-                             raises=False, **options)
+            report = explore(setup, *workers, invariant=invariant,
+                             strategy=args.strategy or "dfs", raises=False, **options)
         print(report)
         if report.failure is not None and args.trace:
             report.failure.to_trace().save(args.trace)
@@ -50,9 +95,8 @@ def _run(args: argparse.Namespace) -> int:
         return 1 if report.failure is not None else 0
     unknown = [n for n in args.names if n not in CHECKS]
     if unknown:
-        print(f"seer check: unknown check {', '.join(unknown)}; choose from "
-              f"{', '.join(CHECKS)}", file=sys.stderr)
-        return 2
+        return _usage_error(args, f"unknown check {', '.join(unknown)}; choose from "
+                                  f"{', '.join(CHECKS)}")
     ok = True
     for name, report in run_all(args.names or None, planted=args.planted):
         planted = "/" in name
@@ -73,11 +117,15 @@ def _parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="do not also run each check's planted bug")
     p.add_argument("--example", choices=EXAMPLES,
                    help="explore one of the tutorial's examples instead")
-    p.add_argument("--strategy", default="dfs", help="dfs, dpor, random or pct (--example)")
-    p.add_argument("--replay", default="", help="replay this schedule (--example)")
-    p.add_argument("--trace", default="", help="save a failing interleaving for Perfetto")
-    p.add_argument("--dot", default="", help="save its happens-before graph (Graphviz)")
-    p.set_defaults(func=_run)
+    p.add_argument("--strategy", type=_strategy, default=None,
+                   help="dfs (default), dpor, random or pct (--example)")
+    p.add_argument("--replay", type=_schedule, default="",
+                   help="replay this schedule (--example)")
+    p.add_argument("--trace", type=output_file, default="",
+                   help="save a failing interleaving for Perfetto (--example)")
+    p.add_argument("--dot", type=output_file, default="",
+                   help="save its happens-before graph (Graphviz; --example)")
+    p.set_defaults(func=_run, check_prog=p.prog)
     return p
 
 
