@@ -54,6 +54,11 @@ class WholeArraySpread:
         self.terminate_on_success = bool(terminate_on_success)
         n = self.n_agents
         self._diagonal = (np.arange(n), np.arange(n))
+        # Work arrays, reused every step (one thread: nothing else touches them).
+        self._forces = np.empty((n, n + 1, 2))
+        self._square = np.empty((n, n, 2))
+        self._dist = np.empty((n, n))
+        self._penetration = np.empty((n, n))
         self.pos = np.zeros((n, 2))
         self.vel = np.zeros((n, 2))
         self.landmarks = np.zeros((n, 2))
@@ -77,18 +82,25 @@ class WholeArraySpread:
                              f"got {actions!r}")
         pos, vel = self.pos, self.vel
         # forces[i, 0] = action force of i; forces[i, 1 + j] = F(i, j), exactly 0 for j = i
-        forces = np.empty((n, n + 1, 2))
+        forces = self._forces
         forces[:, 0] = _PUSH[actions]
         d = forces[:, 1:]
         np.subtract(pos[:, None, :], pos[None, :, :], out=d)  # d[i, j] = p_i - p_j
-        square = np.square(d)
-        dist = np.sqrt(square[..., 0] + square[..., 1])
+        square, dist, penetration = self._square, self._dist, self._penetration
+        np.square(d, out=square)
+        np.add(square[..., 0], square[..., 1], out=dist)
+        np.sqrt(dist, out=dist)
         dist[self._diagonal] = 1.0  # the row j = i: 0.0 / 1.0, not 0 / 0
-        penetration = np.logaddexp(0, -(dist - DIST_MIN) / CONTACT_MARGIN) * CONTACT_MARGIN
+        np.subtract(dist, DIST_MIN, out=penetration)
+        np.negative(penetration, out=penetration)
+        np.divide(penetration, CONTACT_MARGIN, out=penetration)
+        np.logaddexp(0, penetration, out=penetration)
+        np.multiply(penetration, CONTACT_MARGIN, out=penetration)
         np.multiply(d, CONTACT_FORCE, out=d)
         np.divide(d, dist[..., None], out=d)
         np.multiply(d, penetration[..., None], out=d)
-        total = np.cumsum(forces, axis=1)[:, n]  # sequential along j: mpe2's running total
+        np.cumsum(forces, axis=1, out=forces)  # sequential along j: mpe2's running total
+        total = forces[:, n]
         pos += vel * DT
         vel *= KEEP
         vel += total * DT
