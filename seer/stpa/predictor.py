@@ -157,7 +157,10 @@ class Regressor:
         return self.booster.predict(_import_xgboost().DMatrix(x))
 
     def save_model(self, path: Path) -> None:
-        self.booster.save_model(str(path))
+        if self.booster is None:  # a loaded model: its trees as they were read
+            self.trees.save(path)
+        else:
+            self.booster.save_model(str(path))
 
     @classmethod
     def load_model(cls, path: Path) -> Regressor:

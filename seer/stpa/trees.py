@@ -23,6 +23,7 @@ class TreeEnsemble:
     """The trees of one xgboost regression model (see the module docstring)."""
 
     def __init__(self, model: dict) -> None:
+        self.model = model  # what save writes back
         learner = model["learner"]
         objective = learner["objective"]["name"]
         if objective != "reg:squarederror":
@@ -43,6 +44,9 @@ class TreeEnsemble:
     @classmethod
     def load(cls, path: Path) -> TreeEnsemble:
         return cls(json.loads(Path(path).read_text()))
+
+    def save(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(self.model))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Predictions for the rows of ``x`` (``(n, n_features)``)."""
