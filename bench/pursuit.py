@@ -19,7 +19,6 @@ PettingZoo's random draws, statistical agreement of episode statistics.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,9 @@ from typing import Any
 import numpy as np
 
 import seer
+from bench.harness import finish, record
+from bench.markdown import Results, also_measured
+from bench.sizes import Sizes
 from workloads.pursuit import Pursuit
 
 RESULTS = Path(__file__).parent / "results" / "pursuit.json"
@@ -141,19 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         size = {"x_size": 128, "y_size": 128, "n_pursuers": 300, "n_evaders": 1000}
         result = {"speed": speed(size, 3, 20),
                   "agreement": agreement(args.episodes, AGREEMENT_CONFIG)}
-    result["command"] = "python -m bench.pursuit" + (" --smoke" if args.smoke else "")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, default=float))
-    s = result["speed"]
-    print(f"PettingZoo {s['pettingzoo_s_per_step'] * 1e3:.1f} ms/step, port (serial) "
-          f"{s['port_serial_s_per_step'] * 1e3:.2f} ms/step: "
-          f"{s['speedup_port_over_pettingzoo']:.0f}x at {s['size']}")
-    for key, st in result["agreement"]["statistics"].items():
-        print(f"{key:>8}: PettingZoo {st['pettingzoo_mean']:.4f} +- {st['pettingzoo_sd']:.4f}, "
-              f"port {st['port_mean']:.4f} +- {st['port_sd']:.4f}, Welch p = {st['p']:.3f} "
-              f"({'agree' if st['agree'] else 'DIFFER'})")
-    print(f"wrote {out}")
+    result.update(record("bench.pursuit", argv))
+    welch_lines = [f"{key}: PettingZoo {st['pettingzoo_mean']:.4f} +- {st['pettingzoo_sd']:.4f}, "
+                   f"port {st['port_mean']:.4f} +- {st['port_sd']:.4f}, Welch p = {st['p']:.3f}"
+                   for key, st in result["agreement"]["statistics"].items()]
+    finish(Path(args.out), result, [*also_measured(Results(Sizes("fast"), {}, pursuit=result)),
+                                    *welch_lines])
     return 0
 
 

@@ -57,7 +57,7 @@ def subset(data: dict[str, np.ndarray], groups: int) -> dict[str, np.ndarray]:
             for k, v in data.items()}
 
 
-def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int, seed: int
+def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int | None, seed: int
                ) -> dict[str, Any]:
     """:func:`seer.stpa.train.evaluate` with a progress bar, plus per-row regret."""
     from tqdm import tqdm
@@ -65,7 +65,7 @@ def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int, seed: int
     from seer.stpa.train import evaluate
 
     t0 = time.perf_counter()
-    report = evaluate(data, folds=folds, seed=seed, epochs=epochs,
+    report = evaluate(data, folds=folds, seed=seed, **({"epochs": epochs} if epochs else {}),
                       progress=lambda it: tqdm(it, desc="stpa evaluate", unit="fold",
                                                total=folds))
     thr = np.median(data["throughput"], axis=2)
@@ -175,12 +175,13 @@ def main(argv: list[str] | None = None) -> None:
         args.preflight_json.write_text(json.dumps(preflight_costs(z, args.repeats,
                                                                   args.steps)))
         return
+    from bench.markdown import Results, also_measured
     from seer.stpa.dataset import load_dataset
     from seer.stpa.train import PAPER_TABLE_1
 
     z = Sizes("smoke" if args.smoke else "full")  # its model sizes only
     folds = args.folds or (2 if args.smoke else 4)
-    epochs = args.epochs or (2 if args.smoke else _default_epochs())
+    epochs = args.epochs or (2 if args.smoke else None)  # None: evaluate's default
     steps = args.steps or (2 if args.smoke else 10)
     repeats = args.repeats or (1 if args.smoke else 3)
     groups = args.groups or (4 if args.smoke else 0)
@@ -205,27 +206,9 @@ def main(argv: list[str] | None = None) -> None:
         settings={"folds": folds, "epochs": epochs, "seed": args.seed},
         paper_table_1=PAPER_TABLE_1, regret_goal=REGRET_GOAL, evaluation=report,
         preflight=costs)
-    finish(args.out, result, _summary(result))
-
-
-def _default_epochs() -> int:
-    """The encoder epochs ``seer.stpa.train.evaluate`` uses by default."""
-    import inspect
-
-    from seer.stpa.train import evaluate
-
-    return int(inspect.signature(evaluate).parameters["epochs"].default)
-
-
-def _summary(result: dict[str, Any]) -> list[str]:
-    methods = result["evaluation"]["methods"]
-    return [f"{'method':<15} {'MAE':>7} {'MAE thr':>8} {'regret mean':>12} {'worst':>6}",
-            *(f"{name:<15} {m['mae']:7.3f} {m['mae_threads']:8.2f} {m['regret_mean']:12.3f} "
-              f"{m['regret_worst']:6.3f}" for name, m in methods.items()),
-            f"preflight cost (a {EPISODE_STEPS}-step episode, extrapolated):",
-            *(f"  {r['model']:<32} T={r['threads']} preflight {r['cost_s']:.3f} s, step "
-              f"{1e3 * r['mean_step_s']:.1f} ms -> {100 * r['fraction']:.1f} % of an episode"
-              for r in result["preflight"]["models"])]
+    finish(args.out, result, [*also_measured(Results(z, {}, stpa=result)),
+                              *(f"preflight {r['model']}: {100 * r['fraction']:.1f} % of a "
+                                f"{EPISODE_STEPS}-step episode" for r in costs["models"])])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -237,7 +220,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--folds", type=int, default=0, help="default 4 (smoke: 2)")
     parser.add_argument("--epochs", type=int, default=0,
-                        help="encoder epochs (default: evaluate's default; smoke: 2)")
+                        help="encoder epochs (default: seer.stpa.train.evaluate's; smoke: 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--groups", type=int, default=0,
                         help="evaluate on this many configuration groups only "
