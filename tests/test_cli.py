@@ -67,7 +67,8 @@ BAD_INVOCATIONS = [
     (["demo", "--threads", "0"], "seer demo", "argument --threads: must be a whole number"),
     (["demo", "--uavs", "-5"], "seer demo", "argument --uavs: must be a whole number >= 1"),
     (["demo", "--seed", "-1"], "seer demo", "argument --seed: must be a whole number >= 0"),
-    (["demo", "--cost-us", "-3"], "seer demo", "Aircraft cost_us must be a finite number > 0"),
+    (["demo", "--cost-us", "-3"], "seer demo", "Aircraft cost_us must be a finite number in "
+                                               "(0, 1e+06], got -3.0"),
     (["demo", "--cost-us", "nan"], "seer demo", "Aircraft cost_us must be a finite number"),
     (["demo", "--model", "nope"], "seer demo", "unknown model 'nope'"),
     (["demo", "--model", "pcs:"], "seer demo", "model spec 'pcs:' must be a registered model "

@@ -54,8 +54,11 @@ def test_knob_sizes_the_collision_search():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    (dict(cost_us=-1), "Aircraft cost_us must be a finite number > 0, got -1"),
-    (dict(cost_us="200"), "Aircraft cost_us must be a finite number > 0, got '200'"),
+    (dict(cost_us=-1), r"Aircraft cost_us must be a finite number in \(0, 1e\+06\], got -1"),
+    (dict(cost_us="200"),
+     r"Aircraft cost_us must be a finite number in \(0, 1e\+06\], got '200'"),
+    (dict(cost_us=1e300),
+     r"Aircraft cost_us must be a finite number in \(0, 1e\+06\], got 1e\+300"),
     (dict(density=float("nan")), "Aircraft density must be a finite number > 0, got nan"),
     (dict(interaction=True), "Aircraft interaction must be a finite number > 0, got True"),
     (dict(hotspots=1), r"Aircraft hotspots must be a bool \(True or False\), got 1"),

@@ -60,6 +60,8 @@ TRACKS = Path(__file__).with_name("tracks.npz")
 # mean µs ~= BASE_US + PER_CANDIDATE_US * candidates, at the default density.
 BASE_US = 86.0
 PER_CANDIDATE_US = 2.79
+#: The largest ``cost_us`` taken (about 358,000 candidates).
+MAX_COST_US = 1e6
 
 
 @cache
@@ -109,7 +111,8 @@ class Aircraft(seer.Model):
                  k_neighbours: int = 4, horizon: int = 8, max_steps: int | None = None) -> None:
         super().__init__(n_uavs)
         a = "Aircraft"
-        cost_us = real(a, "cost_us", cost_us, above=0)
+        # at most 1 s per event: beyond, the candidate arrays alone would not fit in memory
+        cost_us = real(a, "cost_us", cost_us, above=0, at_most=MAX_COST_US)
         hotspots = flag(a, "hotspots", hotspots)
         interaction = real(a, "interaction", interaction, above=0)
         density = real(a, "density", density, above=0)

@@ -69,6 +69,8 @@ __all__ = ["PCS"]
 # recheck size (channels x interferers) per requested µs, fixed from the development
 # machine's measurements (see the docstring): matrix side = round(sqrt(cost_us) * SIDE_PER_SQRT_US)
 SIDE_PER_SQRT_US = 2.0
+#: The largest ``cost_us`` taken (a 2000 x 2000 fading matrix).
+MAX_COST_US = 1e6
 _svd = np.linalg.svd
 
 
@@ -92,7 +94,8 @@ class PCS(seer.Model):
         if width < 3 or height < 3:
             raise ModelError(f"PCS torus must be at least 3x3, got {width}x{height}")
         super().__init__(width * height)
-        cost_us = real(p, "cost_us", cost_us, above=0)
+        # at most 1 s: a 2000x2000 matrix per recheck; beyond, it soon fails to allocate
+        cost_us = real(p, "cost_us", cost_us, above=0, at_most=MAX_COST_US)
         hotspot = flag(p, "hotspot", hotspot)
         interaction = real(p, "interaction", interaction, above=0)
         seed = integer(p, "seed", seed, minimum=0)
