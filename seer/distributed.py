@@ -52,6 +52,7 @@ from seer.sched import make_runtime
 from seer.specs import load_model
 
 __all__ = [
+    "HTTP_CONFIG",
     "WORKER_CONFIG",
     "Batch",
     "Replica",
@@ -68,6 +69,12 @@ __all__ = [
 #: second. The embedded cluster applies these; on a cluster of your own start the workers
 #: with ``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False`` in their environment.
 WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False}
+
+#: The embedded cluster's HTTP endpoints serve health checks only. Dask's default status
+#: pages (workers, task names, exceptions with tracebacks, logs, call stacks, metrics) are
+#: plain HTTP that TLS does not cover, readable by every user of the machine.
+HTTP_CONFIG: dict[str, Any] = {"distributed.scheduler.http.routes": ["distributed.http.health"],
+                               "distributed.worker.http.routes": ["distributed.http.health"]}
 
 
 class ReplicaError(SeerError):
@@ -239,9 +246,9 @@ def local_cluster(workers: int, *, config: Mapping[str, Any] | None = None,
                   security: Security | bool | None = None, **options: Any) -> LocalCluster:
     """The embedded cluster of :class:`ReplicaEnvs`: ``workers`` worker processes on this
     machine, one Dask task thread each, listening on 127.0.0.1 only, with
-    :data:`WORKER_CONFIG` (updated by ``config``) applied and no dashboard. Its HTTP
-    endpoint (health checks and read-only status pages, plain HTTP) takes a free port
-    rather than 8787, so that several clusters (other users', tests') never collide.
+    :data:`WORKER_CONFIG` and :data:`HTTP_CONFIG` (updated by ``config``) applied and no
+    dashboard. Its HTTP endpoints (health checks only, plain HTTP) take free ports rather
+    than 8787, so that several clusters (other users', tests') never collide.
 
     ``security``: None or False, plain TCP; True, TLS with a fresh self-signed certificate
     held in memory by this process and the workers it starts
@@ -259,7 +266,7 @@ def local_cluster(workers: int, *, config: Mapping[str, Any] | None = None,
     if security is not None:
         settings["security"] = security  # LocalCluster then listens on tls:// only
     # The nannies pass the config to their workers (also to those they restart).
-    with dask.config.set({**WORKER_CONFIG, **(config or {})}):
+    with dask.config.set({**WORKER_CONFIG, **HTTP_CONFIG, **(config or {})}):
         return LocalCluster(**settings)
 
 
