@@ -19,6 +19,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from seer.benchmark import (
 )
 
 __all__ = ["ROOT", "Part", "capacity_now", "code_commit", "compare", "config_name",
-           "cpu_model", "finish", "host_facts", "label", "load", "make_model",
+           "cpu_model", "finish", "host_facts", "interleaved", "label", "load", "make_model",
            "model_factory", "normalise_name", "on_threads", "paired", "parse_runtime",
            "ratios", "record", "run_span", "save_figure", "state_digest", "table",
            "timed_steps", "write_json"]
@@ -108,6 +109,23 @@ def normalise_name(name: str) -> str:
     """A benchmark name with its trailing runtime in the ``kind(threads)`` form:
     ``step-n60-cost5us-seer:2`` -> ``step-n60-cost5us-seer(2)``; other names unchanged."""
     return _COLON_SUFFIX.sub(lambda m: f"-{m['kind']}({m['threads']})", name)
+
+
+def interleaved(steppers: dict[str, Callable[[int], Any]], steps: int,
+                 bar: Any = None) -> dict[str, float]:
+    """Median wall time of each ``stepper(t)``, for t = 1..steps after a warm-up call at
+    t = 0. The steppers take turns every step, so that a shared machine's drift lands on
+    all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in steppers}
+    for t in range(steps + 1):
+        for name, step in steppers.items():
+            t0 = time.perf_counter()
+            step(t)
+            if t:
+                times[name].append(time.perf_counter() - t0)
+        if t and bar is not None:
+            bar.update(1)
+    return {name: statistics.median(v) for name, v in times.items()}
 
 
 # -- host and code facts ---------------------------------------------------------------------

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import seer
-from bench.harness import finish, record
+from bench.harness import finish, interleaved, record
 from bench.markdown import Results, also_measured
 from bench.sizes import Sizes
 from workloads.pursuit import Pursuit
@@ -101,28 +100,19 @@ def agreement(episodes: int, config: dict) -> dict[str, Any]:
     return out
 
 
-def _step_time(step: Any, steps: int) -> float:
-    step(0)  # warm-up
-    times = []
-    for t in range(1, steps + 1):
-        t0 = time.perf_counter()
-        step(t)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def speed(size: dict, pz_steps: int, port_steps: int) -> dict[str, Any]:
     pursuit_v5 = _pettingzoo()
     env = pursuit_v5.parallel_env(**size, max_cycles=10**6)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
-    pz_time = _step_time(lambda t: env.step({a: int(rng.integers(5)) for a in env.agents}),
-                         pz_steps)
+    pz_time = interleaved({"pz": lambda t: env.step({a: int(rng.integers(5))
+                                                     for a in env.agents})}, pz_steps)["pz"]
     model = Pursuit(**size, max_cycles=10**6)
     rt = seer.SerialRuntime(model)
     rt.reset(0)
     before = rt.events_run
-    port_time = _step_time(lambda t: rt.step(model.sample_actions(t)), port_steps)
+    port_time = interleaved({"port": lambda t: rt.step(model.sample_actions(t))},
+                            port_steps)["port"]
     return {"size": size, "pettingzoo_s_per_step": pz_time, "port_serial_s_per_step": port_time,
             "port_events_per_step": (rt.events_run - before) / (port_steps + 1),
             "speedup_port_over_pettingzoo": pz_time / port_time,

@@ -16,34 +16,15 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.harness import finish, record
+from bench.harness import finish, interleaved, record
 
 RESULTS = Path(__file__).parent / "results" / "replicas.json"
 TINY = ("workloads.synthetic:BenchModel", {"n_entities": 4, "cost_us": 0.0})
-
-
-def _interleaved(steppers: dict[str, Callable[[int], Any]], steps: int,
-                 bar: Any = None) -> dict[str, float]:
-    """Median wall time of each ``stepper(t)``, for t = 1..steps after a warm-up call at
-    t = 0. The steppers take turns every step, so that a shared machine's drift lands on
-    all of them alike."""
-    times: dict[str, list[float]] = {name: [] for name in steppers}
-    for t in range(steps + 1):
-        for name, step in steppers.items():
-            t0 = time.perf_counter()
-            step(t)
-            if t:
-                times[name].append(time.perf_counter() - t0)
-        if t and bar is not None:
-            bar.update(1)
-    return {name: float(np.median(v)) for name, v in times.items()}
 
 
 def _actions(spec: str, k: int, agents: int, steps: int, seed: int = 0) -> list[np.ndarray]:
@@ -111,7 +92,7 @@ def throughput(spec: str, kwargs: dict, k: int, threads: int, steps: int,
         one = _InProcess(spec, kwargs, 1, threads, [a[:1] for a in actions])
         sequential = _InProcess(spec, kwargs, k, threads, actions)
         try:
-            s = _interleaved({"one": one, "sequential": sequential, "dask": dask}, steps, bar)
+            s = interleaved({"one": one, "sequential": sequential, "dask": dask}, steps, bar)
             identical = _identical(dask.last, sequential.last)
         finally:
             one.close()
@@ -140,7 +121,7 @@ def overhead(k: int, steps: int, bar: Any) -> dict[str, Any]:
             actions = _actions(spec, k, a.n_agents, steps + 1)
             local = _InProcess(spec, kwargs, k, 1, actions)
             try:
-                s = _interleaved({"in_process": local, "direct": _OnDask(a, actions),
+                s = interleaved({"in_process": local, "direct": _OnDask(a, actions),
                                   "via_scheduler": _OnDask(b, actions)}, steps, bar)
             finally:
                 local.close()
