@@ -112,12 +112,15 @@ def load_model(spec: str, kwargs: Mapping[str, Any] | None = None) -> Model:
 
 def parse_kwargs(words: Sequence[str]) -> dict[str, Any]:
     """``["width=20", "hotspot=False"]`` -> ``{"width": 20, "hotspot": False}``; a value
-    that is not a Python literal stays a string."""
+    that is not a Python literal stays a string. A word that is not ``key=value`` or a key
+    given twice is a :class:`~seer.ModelError`."""
     out: dict[str, Any] = {}
     for word in words:
         key, sep, value = word.partition("=")
         if not sep or not key.isidentifier():
             raise ModelError(f"model argument {word!r} must be key=value")
+        if key in out:  # a typo, most likely: neither value would be right to drop
+            raise ModelError(f"model argument {key!r} is given twice ({word!r})")
         try:
             out[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):

@@ -82,6 +82,8 @@ BAD_INVOCATIONS = [
                                                        "key=value"),
     (["demo", "--model", "pcs", "1x=3"], "seer demo", "model argument '1x=3' must be "
                                                       "key=value"),
+    (["demo", "--model", "pcs", "width=4", "width=5"], "seer demo",
+     "model argument 'width' is given twice"),
     (["demo", "--model", "pcs", "width=x"], "seer demo", "PCS width must be an int >= 1, "
                                                          "got 'x'"),
     (["demo", "--model", "pcs", "max_steps=0"], "seer demo", "PCS max_steps must be an int "

@@ -114,3 +114,17 @@ def test_output_file_refuses_a_path_whose_directory_is_missing(tmp_path):
         output_file(str(tmp_path / "nope" / "t.json"))
     with pytest.raises(argparse.ArgumentTypeError, match="it is a directory"):
         output_file(str(tmp_path))
+
+
+def test_model_arguments_are_key_value_words_each_key_once():
+    from seer.specs import parse_kwargs
+
+    assert parse_kwargs(["width=20", "hotspot=False", "name=abc", "x="]) == {
+        "width": 20, "hotspot": False, "name": "abc", "x": ""}
+    for word in ("width", "=3", "1x=3", "a-b=2"):
+        with pytest.raises(seer.ModelError, match=rf"^model argument {word!r} must be "
+                                                  "key=value$"):
+            parse_kwargs([word])
+    with pytest.raises(seer.ModelError, match=r"^model argument 'width' is given twice "
+                                              r"\('width=4'\)$"):
+        parse_kwargs(["width=3", "height=2", "width=4"])
