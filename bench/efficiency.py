@@ -17,9 +17,7 @@ this file are in ``bench/goals.toml``.
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +26,10 @@ from bench.harness import (
     ALL,
     PEERS,
     compare,
-    host_facts,
+    finish,
     make_model,
     model_factory,
+    record,
     state_digest,
     timed_steps,
     write_json,
@@ -129,8 +128,6 @@ def main(argv: list[str] | None = None) -> None:
     from tqdm import tqdm
 
     steps, rounds = (1, 1) if args.smoke else (args.steps, args.rounds)
-    command = shlex.join(["python", "-m", "bench.efficiency",
-                          *(argv if argv is not None else sys.argv[1:])])
     if args.balance:
         if len(args.only) != 1 or args.model:
             parser.error("--balance measures one workload: give it with --only")
@@ -139,25 +136,25 @@ def main(argv: list[str] | None = None) -> None:
         steps = 2 if args.smoke else args.steps
         rows = [balance(workload, entities, cost, k, args.threads[0], steps, gain)
                 for k in tqdm(BALANCE_KINDS, desc="balance", unit="runtime")]
-        write_json(args.out, {"command": command, "host": host_facts(), "workload": workload,
-                              "entities": entities, "cost_us": cost, "gain": gain,
-                              "steps": steps, "rows": rows})
-        for r in rows:
-            print(f"{r['kind']}({r['threads']}): wall {r['wall_s']:.2f} s, CPU per thread "
-                  f"{' '.join(f'{c:.2f}' for c in r['cpu_s'])}, CV {r['cpu_cv']:.3f}")
+        finish(args.out, record("bench.efficiency", argv, workload=workload,
+                                entities=entities, cost_us=cost, gain=gain, steps=steps,
+                                rows=rows),
+               [f"{r['kind']}({r['threads']}): wall {r['wall_s']:.2f} s, CPU per thread "
+                f"{' '.join(f'{c:.2f}' for c in r['cpu_s'])}, CV {r['cpu_cv']:.3f}"
+                for r in rows])
         return
-    result: dict[str, Any] = {"command": command, "host": host_facts(), "steps": steps,
-                              "rounds": rounds, "smoke": args.smoke, "workloads": {}}
+    result = record("bench.efficiency", argv, steps=steps, rounds=rounds, smoke=args.smoke,
+                    workloads={})
     todo = [(key, t) for t in args.threads for key in (["model"] if args.model else args.only)]
     for key, t in tqdm(todo, desc="efficiency", unit="workload"):
         name = key if args.threads == [2] else f"{key}@{t}"
         result["workloads"][name] = measure_model(args.model, steps, rounds, t) \
             if args.model else measure(key, steps, rounds, t, args.smoke)
         write_json(args.out, result)  # a run cut short keeps what it measured
-    for name, w in result["workloads"].items():
-        s = w["summary"]
-        print(f"{name}: " + ", ".join(f"{r} {v['speedup']:.2f}x (CPU {v['cpu_ratio']:.2f})"
-                                      for r, v in s.items() if r != "serial"))
+    finish(args.out, result, [f"{name}: " + ", ".join(
+        f"{r} {v['speedup']:.2f}x (CPU {v['cpu_ratio']:.2f})"
+        for r, v in w["summary"].items() if r != "serial")
+        for name, w in result["workloads"].items()])
 
 
 if __name__ == "__main__":
