@@ -37,8 +37,6 @@ PHASES = {"policy": "policy inference", "torch": "torch<->numpy", "env": "env ex
 #: what the paper reports for the whole loop, per workload
 PAPER = {"aircraft": "−16.2 % inference-loop latency over the baseline",
          "pcs": "thread selection visibly changes the full loop (Fig. 10)"}
-#: loop times within this factor of each other are a tie (a shared machine's noise)
-TIE = 1.05
 #: (runtime, threads, torch threads or 0 for torch's default) in table order
 RUNS: list[tuple[str, int | str, int]] = [
     ("serial", 1, 1), ("seer", 1, 1), ("seer", 2, 1), ("seer", 4, 1), ("static", 2, 1),

@@ -114,12 +114,6 @@ def _speedups(part: Part, configs: Sequence[str], runtime: str) -> list[float]:
     return [part.speedup(f"{c}-serial", f"{c}-{runtime}") for c in configs]
 
 
-def _measured(part: Part, configs: Sequence[str], runtime: str) -> bool:
-    """Whether ``runtime`` ran in every configuration (older result files lack runtimes
-    added since)."""
-    return all(f"{c}-{runtime}" in part for c in configs)
-
-
 def _thread_scan(m: dict[str, Part], z: Sizes) -> Figure:
     """Speed-up vs threads (the paper's Fig. 7)."""
     series = []
@@ -140,8 +134,7 @@ def _thread_scan(m: dict[str, Part], z: Sizes) -> Figure:
 def _cost_sweep(c: Part, z: Sizes) -> Figure:
     """Throughput over serial vs handler cost, every runtime."""
     configs = [config_name("bench", z.n_bench, cost, 2.0) for cost in z.costs]
-    series = [(name, z.costs, _speedups(c, configs, name)) for name in ALL[1:]
-              if _measured(c, configs, name)]
+    series = [(name, z.costs, _speedups(c, configs, name)) for name in ALL[1:]]
     fig = _new_figure(5.5, 3.8)
     _lines(fig.add_subplot(), series, xlabel="handler cost (µs)", ylabel="throughput / serial",
            title=f"BenchModel, {z.n_bench} entities", baseline=True,
@@ -167,8 +160,7 @@ def _latency(m: dict[str, Part], z: Sizes) -> Figure:
 def _hotspot(h: Part, z: Sizes) -> Figure:
     """SEER against the peers as the PCS hotspot grows."""
     configs = [config_name("pcs", z.n_pcs, z.pcs_cost, g) for g in z.gains]
-    series = [(name, z.gains, _speedups(h, configs, name)) for name in PEERS[1:]
-              if _measured(h, configs, name)]
+    series = [(name, z.gains, _speedups(h, configs, name)) for name in PEERS[1:]]
     fig = _new_figure(5.5, 3.8)
     _lines(fig.add_subplot(), series, xlabel="hotspot peak (call-rate gain)",
            ylabel="speed-up over serial", title=f"PCS {z.n_pcs} cells under a moving hotspot",
