@@ -212,8 +212,9 @@ def test_registered_as_mpe_spread():
     assert isinstance(model, Spread) and model.n_agents == 7
 
 
-def test_whole_array_reference_is_bit_identical_to_the_port():
-    n, steps = 60, 40
+@pytest.mark.parametrize("n", [1, 2, 60])
+def test_whole_array_reference_is_bit_identical_to_the_port(n):
+    steps = 40
     model = Spread(n, max_cycles=30)
     reference = WholeArraySpread(n, max_cycles=30)
     with seer.make_runtime(model, "serial") as rt:

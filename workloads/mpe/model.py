@@ -63,7 +63,7 @@ import numpy as np
 import seer
 from seer.errors import ModelError
 
-__all__ = ["Episode", "Shared", "Spread", "agent_observations", "shared_outputs"]
+__all__ = ["Episode", "Shared", "Spread", "pair_distances", "shared_outputs"]
 
 # mpe2's constants (World, Agent, Scenario and SimpleEnv defaults for simple_spread).
 DT = 0.1
@@ -107,10 +107,14 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 def pair_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``dist[i, j] = sqrt((a_i - b_j)_x² + (a_i - b_j)_y²)``, as mpe2's
     ``np.sqrt(np.sum(np.square(a_i - b_j)))`` computes it (a sum of two terms is one
-    addition, so the order cannot differ)."""
-    d = a[:, None, :] - b[None, :, :]
-    np.square(d, out=d)
-    return np.sqrt(d[..., 0] + d[..., 1])
+    addition, so the order cannot differ). The x and y parts are separate ``(N, M)``
+    arrays: numpy's inner loops then run along ``M``, not along a trailing axis of 2."""
+    dx = a[:, 0, None] - b[None, :, 0]
+    dy = a[:, 1, None] - b[None, :, 1]
+    np.multiply(dx, dx, out=dx)
+    np.multiply(dy, dy, out=dy)
+    np.add(dx, dy, out=dx)
+    return np.sqrt(dx, out=dx)
 
 
 def shared_outputs(pos: np.ndarray, landmarks: np.ndarray, step: int, *,
@@ -132,21 +136,6 @@ def shared_outputs(pos: np.ndarray, landmarks: np.ndarray, step: int, *,
     terminated = (not truncated and terminate_on_success
                   and bool((mins < CAPTURE_RADIUS).all()))
     return Shared(rewards, terminated, truncated)
-
-
-def agent_observations(pos: np.ndarray, vel: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
-    """Every agent's observation as one ``(N, 4 + 2N + 4(N - 1))`` float32 array, each row
-    mpe2's ``[vel, pos, landmarks - pos, others - pos, comm]`` (see the module
-    docstring)."""
-    n = len(pos)
-    obs = np.zeros((n, 4 + 2 * n + 4 * (n - 1)), np.float64)
-    obs[:, 0:2] = vel
-    obs[:, 2:4] = pos
-    obs[:, 4:4 + 2 * n] = (landmarks[None, :, :] - pos[:, None, :]).reshape(n, 2 * n)
-    rel = pos[None, :, :] - pos[:, None, :]  # rel[i, j] = p_j - p_i
-    others = ~np.eye(n, dtype=np.bool_)
-    obs[:, 4 + 2 * n:4 + 2 * n + 2 * (n - 1)] = rel[others].reshape(n, 2 * (n - 1))
-    return obs.astype(np.float32)
 
 
 def _int_arg(name: str, value: Any, low: int = 1) -> int:
