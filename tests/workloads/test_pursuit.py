@@ -460,6 +460,14 @@ def test_bad_parameters(kwargs, message):
         Pursuit(**kwargs)
 
 
+def test_numpy_numbers_are_arguments_too():
+    model = Pursuit(x_size=np.int64(8), y_size=np.int32(8), n_pursuers=np.uint8(3),
+                    n_evaders=np.int64(2), tag_reward=np.float32(0.5), surround=np.True_,
+                    constraint_window=np.float64(1))
+    assert (model.x_size, model.n_pursuers, model.n_entities) == (8, 3, 5)
+    assert type(model.tag_reward) is float and model.surround is True
+
+
 @pytest.mark.parametrize(("actions", "message"), [
     ([0, 1, 5], "Pursuit action for pursuer 2 must be an int in 0..4, got 5"),
     ([0, -1, 4], "Pursuit action for pursuer 1 must be an int in 0..4, got -1"),
