@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PAPER", "PHASES", "draw", "main", "measure"]
+__all__ = ["PAPER", "PHASES", "main", "measure"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "marl_loop.json"
@@ -244,37 +244,6 @@ def _parser() -> argparse.ArgumentParser:
                         default=["aircraft", "pcs"])
     parser.add_argument("--out", type=Path, default=RESULTS)
     return parser
-
-
-def draw(result: dict, figures: Path) -> list[str]:
-    """A stacked-bar chart of the breakdown per workload; returns the file names."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from bench.harness import save_figure
-
-    ws = result["workloads"]
-    fig = Figure(figsize=(5.0 * len(ws), 4.6), dpi=100)
-    FigureCanvasAgg(fig)
-    for i, w in enumerate(ws.values()):
-        ax = fig.add_subplot(1, len(ws), i + 1)
-        labels = [r["label"].replace(", torch ", "\ntorch ") for r in w["rows"]]
-        bottom = np.zeros(len(labels))
-        for j, (key, heading) in enumerate(PHASES.items()):
-            ms = np.array([1e3 * r["phases"][key] for r in w["rows"]])
-            ax.bar(range(len(labels)), ms, bottom=bottom, label=heading, color=f"C{j}")
-            bottom += ms
-        # the loop's median can differ from the stacked phase medians on a noisy machine
-        ax.scatter(range(len(labels)), [1e3 * r["total"] for r in w["rows"]], marker="_",
-                   s=300, color="black", zorder=3, label="loop (median of rounds)")
-        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_ylabel("ms per loop step")
-        ax.set_title(f"{w['model']}", fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-        if i == 0:
-            ax.legend(fontsize=7)
-    fig.suptitle("MARL inference loop: per-step latency breakdown", fontsize=10)
-    return save_figure(fig, figures, "marl_loop.png")
 
 
 if __name__ == "__main__":

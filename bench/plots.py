@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 import seer
 from bench import markdown as mc
 from bench.harness import ALL, PEERS, Part, config_name, label, save_figure
@@ -35,12 +37,15 @@ def draw(r: Results, where: Path) -> list[str]:
         "hotspot.png": lambda: _hotspot(m["pcs_hotspot"], z),
         "cpu_per_thread.png": lambda: _cpu_per_thread(r.balance),
         "stpa_choices.png": lambda: _stpa_choices(r.stpa),
+        "marl_loop.png": lambda: _marl_loop(r.marl_loop),
+        "distributed.png": lambda: _replicas(r.replicas),
     }
     needs = {"speedup_vs_threads.png": m.get("thread_scan") and m.get("pcs_thread_scan"),
              "throughput_vs_cost.png": m.get("cost_sweep"),
              "latency_vs_entities.png": m.get("entity_sweep") and m.get("pcs_entity_sweep"),
              "hotspot.png": m.get("pcs_hotspot"), "cpu_per_thread.png": r.balance,
-             "stpa_choices.png": r.stpa, "when_seer_helps.png": cost_points(r)}
+             "stpa_choices.png": r.stpa, "when_seer_helps.png": cost_points(r),
+             "marl_loop.png": r.marl_loop, "distributed.png": (r.replicas or {}).get("throughput")}
     drawn = []
     for name, make in makers.items():
         if needs[name]:
@@ -103,10 +108,10 @@ def _lines(ax: Axes, series: list[Series], *, xlabel: str, ylabel: str, title: s
     ax.legend(fontsize=legend_size)
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def _new_figure(width: float, height: float, dpi: float | None = None) -> Figure:
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height))
+    return Figure(figsize=(width, height), dpi=dpi)
 
 
 def _speedups(part: Part, configs: Sequence[str], runtime: str) -> list[float]:
@@ -220,6 +225,55 @@ def _stpa_choices(stpa: dict) -> Figure:
                  f"{report['folds']}-fold grouped)", fontsize=9)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=3,
               frameon=False)  # below the axis: no configuration's dots hidden
+    return fig
+
+
+def _marl_loop(result: dict) -> Figure:
+    """The MARL loop's per-step latency, stacked by phase, per run; one panel a workload."""
+    from bench.marl_loop import PHASES
+
+    ws = result["workloads"]
+    fig = _new_figure(5.0 * len(ws), 4.6)
+    for i, w in enumerate(ws.values()):
+        ax = fig.add_subplot(1, len(ws), i + 1)
+        labels = [r["label"].replace(", torch ", "\ntorch ") for r in w["rows"]]
+        bottom = np.zeros(len(labels))
+        for j, (key, heading) in enumerate(PHASES.items()):
+            ms = np.array([1e3 * r["phases"][key] for r in w["rows"]])
+            ax.bar(range(len(labels)), ms, bottom=bottom, label=heading, color=f"C{j}")
+            bottom += ms
+        # the loop's median can differ from the stacked phase medians on a noisy machine
+        ax.scatter(range(len(labels)), [1e3 * r["total"] for r in w["rows"]], marker="_",
+                   s=300, color="black", zorder=3, label="loop (median of rounds)")
+        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("ms per loop step")
+        ax.set_title(f"{w['model']}", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle("MARL inference loop: per-step latency breakdown", fontsize=10)
+    return fig
+
+
+def _replicas(result: dict) -> Figure:
+    """Replica-steps per second per configuration: one runtime, K in turn, K on Dask."""
+    rows = result["throughput"]
+    fig = _new_figure(6.4, 3.6, dpi=110)
+    ax = fig.add_subplot()
+    x = np.arange(len(rows))
+    width = 0.27
+    series = (("one runtime", "one_runtime_steps_per_s"),
+              ("K in-process, in turn", "sequential_replica_steps_per_s"),
+              ("K on Dask", "dask_replica_steps_per_s"))
+    for i, (name, key) in enumerate(series):
+        ax.bar(x + (i - 1) * width, [r[key] for r in rows], width, label=name)
+    ax.set_xticks(x, [f"{r['replicas']} x {r['threads']}" for r in rows])
+    ax.set_xlabel("replicas x threads")
+    ax.set_ylabel("replica-steps per second")
+    ax.set_title("Replicas on a Dask LocalCluster")
+    top = max(r[key] for r in rows for _name, key in series)
+    ax.set_ylim(0, 1.35 * top)  # room for the legend above the bars
+    ax.legend(fontsize=8, loc="upper center", ncols=3)
     return fig
 
 

@@ -181,35 +181,5 @@ def summary(result: dict) -> list[str]:
             f"workers, {1e3 * o['overhead_via_scheduler_s']:.2f} ms via the scheduler"]
 
 
-def draw(result: dict, figures: Path) -> list[str]:
-    """Replica-steps per second per configuration: one runtime, K in turn, K on Dask."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from bench.harness import save_figure
-
-    rows = result["throughput"]
-    if not rows:
-        return []
-    fig = Figure(figsize=(6.4, 3.6), dpi=110)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    x = np.arange(len(rows))
-    width = 0.27
-    series = (("one runtime", "one_runtime_steps_per_s"),
-              ("K in-process, in turn", "sequential_replica_steps_per_s"),
-              ("K on Dask", "dask_replica_steps_per_s"))
-    for i, (label, key) in enumerate(series):
-        ax.bar(x + (i - 1) * width, [r[key] for r in rows], width, label=label)
-    ax.set_xticks(x, [f"{r['replicas']} x {r['threads']}" for r in rows])
-    ax.set_xlabel("replicas x threads")
-    ax.set_ylabel("replica-steps per second")
-    ax.set_title("Replicas on a Dask LocalCluster")
-    top = max(r[key] for r in rows for _label, key in series)
-    ax.set_ylim(0, 1.35 * top)  # room for the legend above the bars
-    ax.legend(fontsize=8, loc="upper center", ncols=3)
-    return save_figure(fig, figures, "distributed.png")
-
-
 if __name__ == "__main__":
     sys.exit(main())

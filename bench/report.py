@@ -154,11 +154,6 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
                                                  "marl_loop", "replicas")})
     figures.mkdir(exist_ok=True)
     drawn = draw(r, figures)
-    from bench import marl_loop, replicas  # the parts that draw figures of their own
-
-    for name, module in (("marl_loop", marl_loop), ("replicas", replicas)):
-        if getattr(r, name) is not None:
-            drawn += module.draw(getattr(r, name), figures)
     run_file = results / "run.json"
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     span = run_span(results / f"{name}.json" for name in parts)

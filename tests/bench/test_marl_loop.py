@@ -1,5 +1,5 @@
-"""bench/marl_loop.py: the smoke run writes the figures report.py needs, the section and
-the plot render, and the timed loop is step_arrays split in two (same outputs)."""
+"""bench/marl_loop.py: the smoke run writes the figures report.py needs, the report's line
+and the plot render, and the timed loop is step_arrays split in two (same outputs)."""
 
 import json
 
@@ -47,7 +47,9 @@ def test_report_line_and_figure(smoke, tmp_path):
         rows = {r["label"]: r["total"] for r in w["rows"]}
         assert (f"serial {1e3 * rows['serial']:.0f} ms, seer(2) {1e3 * rows['seer(2)']:.0f} "
                 f"ms per step ({key})") in text
-    names = marl_loop.draw(smoke, tmp_path)
+    from bench.plots import draw
+
+    names = draw(Results(Sizes("smoke"), {}, marl_loop=smoke), tmp_path)
     assert names == ["marl_loop.png"] and (tmp_path / names[0]).stat().st_size > 5000
 
 
