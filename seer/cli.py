@@ -10,6 +10,7 @@ a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import platform
 import sys
@@ -74,35 +75,39 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if value is not None:
             kwargs[key] = value
     model = load_model(args.model, kwargs)
-    _cmd_info(args)
-    actions = getattr(model, "sample_actions", lambda step: None)
-    print(f"\ndemo: {model.name}, {args.steps} steps, serial vs SEER({args.threads} threads)")
-    runs = {}
-    outputs = {}
-    for label, name, threads in (("serial", "serial", 1), (f"seer({args.threads})", "seer",
-                                                            args.threads)):
-        runtime = seer.make_runtime(model, name, threads=threads)
-        outs = [runtime.reset(seed=args.seed)]
-        start = time.perf_counter()
-        for t in tqdm(range(args.steps), desc=f"{label:>9}", unit="step"):
-            outs.append(runtime.step(actions(t)))
-        elapsed = time.perf_counter() - start
-        runs[label] = (runtime, elapsed)
-        outputs[label] = outs
-    (ref, t_ref), (par, _t_par) = runs.values()
-    identical = True
-    try:
-        assert_states_identical(ref, par)
-        for a, b in zip(*outputs.values(), strict=True):
-            assert_outputs_identical(a, b)
-    except AssertionError as exc:
-        identical = False
-        print(f"MISMATCH: {exc}")
-    print(f"\n{'runtime':<10} {'steps/s':>9} {'events/s':>10} {'speed-up':>9}")
-    for label, (runtime, elapsed) in runs.items():
-        print(f"{label:<10} {args.steps / elapsed:9.2f} {runtime.events_run / elapsed:10.0f} "
-              f"{t_ref / elapsed:8.2f}x")
-        runtime.close()
+    with contextlib.ExitStack() as stack:
+        # Both runtimes first: a thread count the runtime refuses is refused before
+        # anything runs.
+        labelled = [(label, stack.enter_context(seer.make_runtime(model, name, threads=n)))
+                    for label, name, n in (("serial", "serial", 1),
+                                           (f"seer({args.threads})", "seer", args.threads))]
+        _cmd_info(args)
+        actions = getattr(model, "sample_actions", lambda step: None)
+        print(f"\ndemo: {model.name}, {args.steps} steps, serial vs SEER({args.threads} "
+              "threads)")
+        runs = {}
+        outputs = {}
+        for label, runtime in labelled:
+            outs = [runtime.reset(seed=args.seed)]
+            start = time.perf_counter()
+            for t in tqdm(range(args.steps), desc=f"{label:>9}", unit="step"):
+                outs.append(runtime.step(actions(t)))
+            elapsed = time.perf_counter() - start
+            runs[label] = (runtime, elapsed)
+            outputs[label] = outs
+        (ref, t_ref), (par, _t_par) = runs.values()
+        identical = True
+        try:
+            assert_states_identical(ref, par)
+            for a, b in zip(*outputs.values(), strict=True):
+                assert_outputs_identical(a, b)
+        except AssertionError as exc:
+            identical = False
+            print(f"MISMATCH: {exc}")
+        print(f"\n{'runtime':<10} {'steps/s':>9} {'events/s':>10} {'speed-up':>9}")
+        for label, (runtime, elapsed) in runs.items():
+            print(f"{label:<10} {args.steps / elapsed:9.2f} "
+                  f"{runtime.events_run / elapsed:10.0f} {t_ref / elapsed:8.2f}x")
     print(f"outputs and state bit-identical: {'yes' if identical else 'NO'}")
     if not seer.gil_disabled():
         print("note: the GIL is enabled in this interpreter, so threads cannot run Python in "
