@@ -194,6 +194,16 @@ def test_seer_verify_passes():
     assert all(d is None for d in report.results.values())
 
 
+def test_seer_verify_command_on_the_registered_name(capsys):
+    from seer.cli import main
+
+    assert main(["verify", "mpe-spread", "n_agents=12", "--steps", "4", "--runtimes",
+                 "seer:2", "optimistic:2"]) == 0
+    out = capsys.readouterr().out
+    assert "no contract broken" in out
+    assert "OK: all 2 runtime(s) gave serial's results bit for bit" in out
+
+
 def test_debug_mode_raises_no_false_alarm_and_changes_nothing():
     model = Spread(20)
     plain, debug = SerialRuntime(model), SerialRuntime(model, debug=True)
@@ -203,6 +213,26 @@ def test_debug_mode_raises_no_false_alarm_and_changes_nothing():
         a, b = plain.step(model.sample_actions(t)), debug.step(model.sample_actions(t))
         assert a.rewards.tobytes() == b.rewards.tobytes()
         assert debug.state.pos.tobytes() == plain.state.pos.tobytes()
+
+
+class _SharedBufferSpread(Spread):
+    """The everyday numpy habit debug mode must catch: a work array kept on the model."""
+
+    def __init__(self, n):
+        super().__init__(n)
+        self.buf = np.zeros((n, 2))
+
+    def on_move(self, ctx, event):
+        np.subtract(ctx.snapshot.pos[ctx.id], ctx.snapshot.pos[:self.n_agents], out=self.buf)
+        super().on_move(ctx, event)
+
+
+def test_debug_mode_still_catches_a_buffer_on_the_model():
+    model = _SharedBufferSpread(6)
+    rt = SerialRuntime(model, debug=True)
+    rt.reset(0)
+    with pytest.raises(seer.errors.SharedStateError, match=r"model\.buf"):
+        rt.step(model.sample_actions(0))
 
 
 def test_registered_as_mpe_spread():
