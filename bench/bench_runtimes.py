@@ -27,9 +27,9 @@ import pyperf
 import seer
 
 # make_model is imported from here by bench.compare's child (CHILD), also in older revisions
-from bench.harness import config_name, label, make_model, model_factory, parse_runtime
+from bench.harness import config_name, label, make_model, parse_runtime
 from seer.cli import pyperf_metadata
-from seer.specs import parse_kwargs
+from seer.specs import model_factory
 
 RUNTIMES = [("serial", 1), ("seer", 1), ("seer", 2), ("static", 2), ("static-block", 2),
             ("global", 2), ("executor", 2)]
@@ -120,7 +120,7 @@ def main() -> None:
     if args.model:
         spec, *words = args.model
         configs.append(("-".join([spec.replace(":", "."), *words]),
-                        model_factory(spec, parse_kwargs(words))))
+                        model_factory(spec, words)))
     else:
         for n in args.entities:
             for cost in args.costs:

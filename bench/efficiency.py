@@ -28,13 +28,12 @@ from bench.harness import (
     compare,
     finish,
     make_model,
-    model_factory,
     record,
     state_digest,
     timed_steps,
     write_json,
 )
-from seer.specs import parse_kwargs
+from seer.specs import model_factory
 
 __all__ = ["BALANCE_KINDS", "WORKLOADS", "balance", "main", "measure", "measure_model"]
 
@@ -105,7 +104,7 @@ def measure_model(words: list[str], steps: int, rounds: int, threads: int = 2
     """A model given as a spec and key=value words, on every runtime at ``threads``."""
     spec, *kwargs = words
     title = " ".join(words)
-    result = compare(model_factory(spec, parse_kwargs(kwargs)), at_threads(ALL, threads),
+    result = compare(model_factory(spec, kwargs), at_threads(ALL, threads),
                      steps=steps, rounds=rounds, name=title)
     return {"title": title, "workload": spec, "threads": threads, **result.to_json()}
 

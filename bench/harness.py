@@ -39,7 +39,7 @@ from seer.benchmark import (
 
 __all__ = ["ROOT", "Part", "capacity_now", "code_commit", "compare", "config_name",
            "cpu_model", "finish", "host_facts", "interleaved", "label", "load", "make_model",
-           "model_factory", "normalise_name", "on_threads", "paired", "parse_runtime",
+           "normalise_name", "on_threads", "paired", "parse_runtime",
            "ratios", "record", "run_span", "save_figure", "state_digest", "table",
            "timed_steps", "write_json"]
 
@@ -84,14 +84,6 @@ def make_model(workload: str, entities: int, cost: float, fanout: int = 1,
     if workload == "bench":
         return BenchModel(entities, cost_us=cost, fanout=fanout)
     raise ValueError(f"unknown workload {workload!r}; choose one of {WORKLOADS}")
-
-
-def model_factory(spec: str, kwargs: dict[str, Any] | None = None) -> Callable[[], seer.Model]:
-    """A model maker from a spec, as ``seer bench`` takes it (``module:callable`` or a
-    registered name, with keyword arguments)."""
-    from seer.specs import load_model
-
-    return lambda: load_model(spec, kwargs or {})
 
 
 def config_name(workload: str, entities: int, cost: float, gain: float) -> str:
