@@ -124,14 +124,24 @@ class HandlerError(SeerError):
         self.kind = kind
         self.event = event
         super().__init__(
-            f"handler for {kind!r} raised {type(cause).__name__}: {cause}{hint_for(cause)} "
+            f"handler for {kind!r} raised {type(cause).__name__}: {describe(cause)}"
+            f"{hint_for(cause)} "
             f"[model {model!r}, step {step}, entity {entity}, event {event!r}]"
         )
 
 
+def describe(cause: BaseException) -> str:
+    """``str(cause)``, or a placeholder when the exception's own ``__str__`` raises (the
+    error report must not fail in its turn)."""
+    try:
+        return str(cause)
+    except Exception as exc:
+        return f"<str() of the exception raised {type(exc).__name__}>"
+
+
 def hint_for(cause: BaseException) -> str:
     """A sentence that says which rule a common mistake broke (or "")."""
-    if isinstance(cause, ValueError) and "read-only" in str(cause):
+    if isinstance(cause, ValueError) and "read-only" in describe(cause):
         return (" (state seen through ctx.snapshot, runtime.state and outputs()'s arrays is "
                 "read-only: a handler writes only its own ctx.row, and outputs() writes no "
                 "state)")
@@ -153,7 +163,7 @@ class ModelCodeError(HandlerError):
         self.event = None
         self.where = where
         at = f", entity {entity}" if entity is not None else ""
-        SeerError.__init__(self, f"{where}() raised {type(cause).__name__}: {cause}"
+        SeerError.__init__(self, f"{where}() raised {type(cause).__name__}: {describe(cause)}"
                                  f"{hint_for(cause)} [model {model!r}, step {step}{at}]")
 
 

@@ -132,7 +132,11 @@ class Model:
         """Derived read-only data built once per step from the boundary snapshot (for
         example a spatial index), before any handler runs; handlers see it as
         ``ctx.prepared``. It must depend only on ``snapshot`` and ``step``, and handlers must
-        not mutate it. Default: None (nothing is built)."""
+        not mutate it. Default: None (nothing is built).
+
+        ``step`` is the index of the step about to run: 0 in the first step after
+        ``reset``. (:meth:`step_outputs`, :class:`StepInfo` and ``StepResult`` count the
+        steps *taken*, so the same step is 1 there: it is the one that ends there.)"""
         return None
 
     # -- actions ----------------------------------------------------------------------
@@ -199,9 +203,12 @@ class Model:
 
     def step_outputs(self, state: StateArrays, start: StateArrays, step: int) -> Any:
         """What every agent's outputs share, computed once per step (after the step's
-        events, before any ``outputs``; after ``reset`` with ``step == 0``), for example a
-        shared reward or a truncation flag. ``outputs`` receives it as ``info.shared`` when
-        it takes the ``info`` argument. Must not mutate anything. Default: None."""
+        events, before any ``outputs``), for example a shared reward or a truncation flag.
+        ``outputs`` receives it as ``info.shared`` when it takes the ``info`` argument.
+        Must not mutate anything. Default: None.
+
+        ``step`` counts the steps taken: 0 after ``reset``, 1 at the end of the first step
+        (whose :meth:`prepare_step` got 0), as ``StepResult.step``."""
         return None
 
     def outputs(self, entity: int, state: StateArrays,
@@ -222,8 +229,9 @@ class Model:
 
 @dataclass(frozen=True, slots=True)
 class StepInfo:
-    """What ``outputs(entity, state, start, info)`` receives besides the state: the index of
-    the step just taken (0 after ``reset``), its end time, what
+    """What ``outputs(entity, state, start, info)`` receives besides the state: ``step``,
+    the steps taken (0 after ``reset``, 1 after the first step, as ``StepResult.step``), the
+    end time, what
     :meth:`Model.step_outputs` computed for this step, and :meth:`Model.init_episode`'s
     data."""
 
@@ -393,6 +401,11 @@ def compile_model(model: Model) -> ModelSpec:
         if dtype.hasobject:
             raise ModelError(f"state field {fname!r} of model {name!r} has object dtype; "
                              "state must be plain numbers so it can be shared and compared")
+        if dtype.kind in "mMV":  # not every runtime can share them (a buffer refuses M, m)
+            raise ModelError(f"state field {fname!r} of model {name!r} has dtype {dtype}; "
+                             "fields hold bools, numbers or fixed-size strings (store a "
+                             "datetime or timedelta as an int64 count, a record as one "
+                             "field per member)")
         fields.append(FieldSpec(fname, shape, dtype))
     if not fields:
         raise ModelError(f"model {name!r} declares no state fields")
@@ -633,11 +646,13 @@ class Context:
         else:
             push = self._self_push
         try:
+            if kind.__class__ is not str and kind.__class__ is not int:
+                raise TypeError  # 2.0 and True would find kinds 2 and 1 in the dict
             k = self._kind_ids[kind]
         except (KeyError, TypeError):
             raise self._error(UnknownKindError, f"emitted unknown event kind {kind!r}; model "
-                              f"kinds are {self._kinds!r}", target=target, delay=delay,
-                              emit_kind=kind) from None
+                              f"kinds are {self._kinds!r} (a name, or its int index)",
+                              target=target, delay=delay, emit_kind=kind) from None
         c = self._counter
         if c >= COUNTER_LIMIT:
             raise self._error(CausalityError, f"entity emitted more than {COUNTER_LIMIT} events "

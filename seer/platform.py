@@ -111,7 +111,7 @@ PACKAGES = (
     ("torch", "torch"), ("xgboost", "xgboost"),
     ("pettingzoo", "pettingzoo"), ("gymnasium", "gymnasium"), ("scipy", "scipy"),
     ("pyperf", "pyperf"), ("matplotlib", "matplotlib"), ("tqdm", "tqdm"),
-    ("dask", "dask"), ("distributed", "distributed"),
+    ("dask", "dask"), ("distributed", "distributed"), ("cryptography", "cryptography"),
     ("pytest", "pytest"), ("pytest-benchmark", "pytest_benchmark"),
     ("pytest-timeout", "pytest_timeout"), ("pytest-run-parallel", "pytest_run_parallel"),
     ("hypothesis", "hypothesis"),

@@ -20,15 +20,15 @@ keep their documented spelling (``Calendar.add(tau, seq, entity)``, ``outputs(en
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+import seer.interrupts as interrupts
 from seer.errors import (
     ContractError,
     HandlerError,
@@ -66,7 +66,8 @@ _tuple_new = tuple.__new__  # Event without its keyword-handling constructor (a 
 
 @dataclass(slots=True)
 class StepResult:
-    """Boundary outputs after ``reset`` (``step == 0``) or after a step.
+    """Boundary outputs after ``reset`` (``step == 0``) or after a step (``step``: the steps
+    taken since ``reset``, 1 after the first; ``time`` = ``step * step_length``).
 
     Lists and arrays are in ``model.agent_entities()`` order. Every field is what the
     model's ``outputs`` reports, after ``reset`` too (the workloads report zero rewards
@@ -148,6 +149,9 @@ class Runtime(ABC):
         self.model = model
         self.debug = bool(debug)
         #: The execution trace (``trace=True``), or None: see :mod:`seer.trace`.
+        if not (trace is None or trace is True or trace is False or isinstance(trace, Trace)):
+            raise ModelError(f"trace must be True, False, None or a seer.trace.Trace, got "
+                             f"{type(trace).__name__} {trace!r}")
         self.trace: Trace | None = Trace() if trace is True else (trace or None)
         self.max_events_per_step = _event_limit(max_events_per_step)
         self._status = _NEW
@@ -173,6 +177,7 @@ class Runtime(ABC):
             ctx._roots = roots
         self._op_lock = threading.Lock()
         self._op_running: str | None = None
+        self._interrupted = False  # a Ctrl-C arrived during the running operation
         self._broken = ""
 
     # -- subclass hooks ---------------------------------------------------------------
@@ -223,10 +228,12 @@ class Runtime(ABC):
         order, and return the initial outputs.
 
         A bad ``seed`` raises :class:`ModelError` and leaves the runtime as it was."""
-        with self._operation("reset"):
-            self._check_open()
-            seed_seq = _seed_sequence(seed)
-            return self._guarded(self._reset, seed_seq)
+        return self._operate("reset", self._reset_checked, seed)
+
+    def _reset_checked(self, seed: Any) -> StepResult:
+        self._check_open()
+        seed_seq = _seed_sequence(seed)
+        return self._guarded(self._reset, seed_seq)
 
     def step(self, actions: Any = None) -> StepResult:
         """Inject the actions as events at τ_t, run every event with τ in [τ_t, τ_{t+1}),
@@ -235,15 +242,17 @@ class Runtime(ABC):
         Actions are checked before anything changes: bad ones raise :class:`ModelError`
         and leave the runtime exactly as it was. After an exception from the model's code
         (a handler, ``prepare_step`` or ``outputs``) the runtime needs ``reset``."""
-        with self._operation("step"):
-            if self._status != _READY:
-                self._check_open()
-                raise RuntimeStateError(
-                    f"{type(self).__name__}.step() needs reset() first"
-                    + (" (the previous step failed)" if self._status == _FAILED else "")
-                )
-            batch = self._actions(actions, self._step_index * self.spec.step_length)
-            return self._guarded(self._step, batch)
+        return self._operate("step", self._step_checked, actions)
+
+    def _step_checked(self, actions: Any) -> StepResult:
+        if self._status != _READY:
+            self._check_open()
+            raise RuntimeStateError(
+                f"{type(self).__name__}.step() needs reset() first"
+                + (" (the previous step failed or was interrupted)"
+                   if self._status == _FAILED else ""))
+        batch = self._actions(actions, self._step_index * self.spec.step_length)
+        return self._guarded(self._step, batch)
 
     def close(self) -> None:
         """Release resources; the runtime cannot be used afterwards. Idempotent.
@@ -251,31 +260,48 @@ class Runtime(ABC):
         Refused with :class:`RuntimeStateError` while another thread is inside ``reset``,
         ``step`` or ``resize`` of this runtime: close it after that call returns (from
         the thread that made it, or once it has returned)."""
-        with self._operation("close"):
-            if self._status != _CLOSED:
-                self._status = _CLOSED
-                self._release()
+        self._operate("close", self._close, None)
+
+    def _close(self, _: None) -> None:
+        if self._status != _CLOSED:
+            self._status = _CLOSED
+            self._release()
 
     def _release(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the runtime holds (threads); called once, by ``close``."""
 
     # -- one operation at a time ---------------------------------------------------------
-    @contextlib.contextmanager
-    def _operation(self, name: str) -> Iterator[None]:
-        """Admit one public operation at a time; refuse a concurrent one at once (never
-        block: a caller waiting for a step that never ends would hang with it)."""
-        if not self._op_lock.acquire(blocking=False):
-            running = self._op_running
-            raise RuntimeStateError(
-                f"{name}() refused: {running}() is already running on this "
-                f"{type(self).__name__} in another thread (one operation at a time; "
-                f"a runtime belongs to one caller thread at a time)")
-        self._op_running = name
+    def _operate(self, name: str, body: Callable[[Any], Any], arg: Any) -> Any:
+        """Run ``body(arg)`` as the public operation ``name``: one at a time (a concurrent
+        one is refused at once, never blocked: a caller waiting for a step that never ends
+        would hang with it), with Ctrl-C guarded (:mod:`seer.interrupts`: raised at once
+        only in the model's code; inside SEER's own code recorded and raised when the
+        operation ends). Any KeyboardInterrupt leaves the runtime needing ``reset``."""
+        self._interrupted = False
+        guard = interrupts.enter(self._on_interrupt, self._mark_failed)
         try:
-            yield
-        finally:
-            self._op_running = None
-            self._op_lock.release()
+            if not self._op_lock.acquire(blocking=False):
+                raise RuntimeStateError(
+                    f"{name}() refused: {self._op_running or 'another operation'}() is "
+                    f"already running on this {type(self).__name__} in another thread (one "
+                    "operation at a time; a runtime belongs to one caller thread at a time)")
+            try:
+                self._op_running = name
+                result = body(arg)
+            finally:
+                self._op_running = None
+                self._op_lock.release()
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                guard.pending = 0  # this is the Ctrl-C (or a later one): raise it once
+                self._mark_failed()
+            interrupts.leave(guard)  # a Ctrl-C recorded meanwhile wins over ``exc``
+            raise
+        return interrupts.leave(guard, result)
+
+    def _on_interrupt(self) -> None:
+        """The first Ctrl-C of an operation arrived (parallel runtimes stop their threads)."""
+        self._interrupted = True
 
     def _guarded(self, operation: Callable[[Any], StepResult], arg: Any) -> StepResult:
         """Run ``operation(arg)`` (a reset or a step); parallel runtimes defer Ctrl-C here."""
@@ -411,6 +437,13 @@ class Runtime(ABC):
         except (TypeError, ValueError) as exc:
             raise ModelError(f"actions for model {spec.name!r} were rejected by its "
                              f"action_events(): {type(exc).__name__}: {exc}") from exc
+        if not items and isinstance(actions, Mapping) and actions:
+            stray = next((key for key in actions if key.__class__ is not int
+                          and not isinstance(key, np.integer)), None)
+            if stray is not None:  # an override that skips unknown keys would drop them all
+                raise ModelError(f"action for entity {stray!r} of model {spec.name!r}: "
+                                 f"entity ids are integers in range({n}) (no action became "
+                                 "an event; map agent names to entity ids first)")
         batch = ActionBatch(t0)
         entities, kinds, payloads = batch.entities, batch.kinds, batch.payloads
         add_entity, add_kind, add_payload = entities.append, kinds.append, payloads.append
@@ -432,7 +465,8 @@ class Runtime(ABC):
                 raise ModelError(f"action for entity {entity!r} of model {spec.name!r}: "
                                  f"entity ids are integers in range({n})")
             if kind is not last_kind:
-                k = kind_ids.get(kind) if isinstance(kind, (str, int)) else None
+                k = (kind_ids.get(kind) if kind.__class__ is str or kind.__class__ is int
+                     else None)  # not 2.0 or True for kind 2 or 1
                 if k is None:
                     raise ModelError(f"action event kind {kind!r} is not a kind of model "
                                      f"{spec.name!r} {spec.kinds!r}")

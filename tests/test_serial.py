@@ -296,7 +296,7 @@ def test_runtime_needs_reset_after_failure_and_works_after_it():
     with pytest.raises(seer.HandlerError):
         rt.step({1: 0})
     with pytest.raises(seer.RuntimeStateError, match=r"needs reset\(\) first \(the previous "
-                       r"step failed\)"):
+                       r"step failed or was interrupted\)"):
         rt.step()
     model.fail_at = (-1, -1)
     rt.reset(seed=0)

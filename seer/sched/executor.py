@@ -8,15 +8,18 @@ which the entity's runner drains into the entity's heap when it next runs.
 
 from __future__ import annotations
 
+import concurrent.futures.thread
 import heapq
 import threading
 import time
 from collections import deque
+from collections.abc import MutableMapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
 
+import seer.interrupts as interrupts
 from seer.errors import event_of
 from seer.events import Event
 from seer.model import Model
@@ -65,12 +68,28 @@ class ExecutorRuntime(WindowedRuntime):
         self._track_local = threading.local()
         self._track_lock = threading.Lock()
         self._tracks_assigned = 0
+        #: Errors of the current window's chunks (see :meth:`_run_chunk`).
+        self._chunk_errors: list[BaseException] = []
+        #: Thread name -> the worker of the chunk it runs now (one entry per thread).
+        self._running: dict[str, ExecutorWorker] = {}
 
     def _start_executor(self, threads: int) -> ThreadPoolExecutor:
         executor = ThreadPoolExecutor(max_workers=threads,
                                       thread_name_prefix=self._thread_name())
         self._own_threads(lambda: executor.shutdown(wait=True, cancel_futures=True))
+        _start_daemon_threads(executor, threads)
         return executor
+
+    def _restart_threads(self) -> None:
+        """A new executor, started before the old one stops: free-threaded CPython hands
+        an object made on a thread that has exited to whichever thread drops it, but a
+        new thread started after the old one exits may take its identity, and its
+        parked threads would then hold the failed step's error (and the runtime) for
+        good (see :meth:`seer.sched.pool.WorkerPool.restart`)."""
+        old = self._finalizer
+        self._executor = self._start_executor(self._threads)
+        if old is not None:
+            old()  # shuts the old executor down
 
     def _resize_threads(self, threads: int) -> None:
         if self._finalizer is not None:
@@ -86,11 +105,19 @@ class ExecutorRuntime(WindowedRuntime):
     def pending(self) -> int:
         return super().pending + sum(len(q) for q in self._inboxes)
 
-    def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch, BaseException | None]:
+    def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch]:
         """Run a chunk of entities; a handler's ``Exception`` is recorded and later entities
         run only below its κ (see ``WindowWorker.run_merged``), so the window's reported
-        failure is the one serial stepping meets first."""
+        failure is the one serial stepping meets first.
+
+        Errors go into ``_chunk_errors``, never into the future: an error's traceback
+        reaches, through the frames' ``f_back``, the executor's work item and its future,
+        and a future holding the error would make a cycle that keeps the runtime (and
+        its threads) alive until the garbage collector runs."""
         worker = ExecutorWorker(self._inboxes)
+        running = self._running
+        name = threading.current_thread().name
+        running[name] = worker  # for the report of a chunk that never comes back
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
         trace = self.trace
         ran = 0
@@ -114,13 +141,15 @@ class ExecutorRuntime(WindowedRuntime):
                     if failure is None or ev[:2] < event_of(failure)[:2]:
                         failure = exc
                     bound = ev[:2]
-        except BaseException:
+        except BaseException as exc:
             self._abort = True  # Ctrl-C: stop the other chunks of this window early
-            raise
-        try:
-            return ran, worker.cal, failure
+            failure = exc
         finally:
+            running.pop(name, None)
+        if failure is not None:
+            self._chunk_errors.append(failure)  # list.append is atomic
             failure = None  # no exception -> frame -> exception cycle
+        return ran, worker.cal
 
     def _run_entity_traced(self, e: int, bound: tuple[float, int], worker: ExecutorWorker,
                            trace: Any) -> int:
@@ -145,18 +174,57 @@ class ExecutorRuntime(WindowedRuntime):
                 self._tracks_assigned += 1
         return track if track < len(self.trace.threads) else 0
 
-    def _abandon_executor(self, futures: list) -> None:
+    def _wait_chunks(self, futures: list) -> None:
+        """Wait for every chunk of the window; Ctrl-C never leaves a chunk running unless
+        the user insists. On the main thread of an operation Ctrl-C is recorded
+        (:mod:`seer.interrupts`), so the wait polls the guard; elsewhere it catches the
+        KeyboardInterrupt and waits again, and a second one gives up."""
+        guard = interrupts.current()
+        if guard is not None:
+            while wait(futures, timeout=0.05).not_done:
+                if guard.hits >= self._give_up_after:
+                    self._abort = True
+                    for f in futures:
+                        f.cancel()
+                    if wait(futures, timeout=0.05).not_done:
+                        self._abandon_executor()
+                        guard.pending = 0  # raised here, once
+                        raise KeyboardInterrupt
+            return
+        try:
+            wait(futures)
+        except BaseException:  # e.g. KeyboardInterrupt: leave no chunk running
+            self._abort = True
+            for f in futures:
+                f.cancel()
+            try:
+                wait(futures)
+            except KeyboardInterrupt:  # ... unless the user insists
+                self._abandon_executor()
+                raise
+            raise
+
+    def _abandon_executor(self) -> None:
         """Stop waiting for chunks that do not come back (a handler that never returns):
-        the runtime becomes unusable. The executor's threads are not daemon threads, so
-        interpreter exit still waits for them (this peer is what a user writes first; the
-        pooled runtimes use daemon threads)."""
-        running = sum(1 for f in futures if not f.done())
-        self._break(f"{running} executor chunk(s) did not come back from a handler after "
-                    "Ctrl-C; Python cannot stop a thread: fix the handler and build a new "
-                    "runtime")
+        the runtime becomes unusable, naming each stuck thread's entity and event. The
+        executor's threads are daemon threads (:func:`_start_daemon_threads`), and the
+        abandoned ones are taken off ``concurrent.futures``' exit list, so the process can
+        still exit."""
+        stuck = sorted(self._running.items())
+        where = "; ".join(f"thread {name!r} {self._entity_at(worker.cur)}"
+                          for name, worker in stuck)
+        self._break(f"threads did not come back from a handler after Ctrl-C ({where}); "
+                    "Python cannot stop a thread: fix the handler and build a new runtime")
         if self._finalizer is not None:
             self._finalizer.detach()  # close() must not wait for them
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        executor = self._executor
+        executor.shutdown(wait=False, cancel_futures=True)
+        # concurrent.futures joins every executor thread at interpreter exit, daemon or
+        # not: forget the stuck ones there (private, checked: only if it is as expected).
+        exit_list = getattr(concurrent.futures.thread, "_threads_queues", None)
+        for thread in list(getattr(executor, "_threads", ())):
+            if isinstance(exit_list, MutableMapping) and thread.name in dict(stuck):
+                exit_list.pop(thread, None)
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
@@ -165,35 +233,46 @@ class ExecutorRuntime(WindowedRuntime):
         entities = ready.tolist()
         chunks = [entities[i:i + size] for i in range(0, len(entities), size)]
         futures = [self._executor.submit(self._run_chunk, c) for c in chunks]
+        self._wait_chunks(futures)
+        errors, self._chunk_errors = self._chunk_errors, []
         try:
-            wait(futures)
-        except BaseException:  # e.g. KeyboardInterrupt: leave no chunk running
-            self._abort = True
-            for f in futures:
-                f.cancel()
-            if self._give_up_after > 1:  # Ctrl-C is not deferred here: wait for the chunks
-                try:
-                    wait(futures)
-                except KeyboardInterrupt:  # ... unless the user insists
-                    self._abandon_executor(futures)
-                    raise
-            elif not all(f.done() for f in futures):  # the user's second Ctrl-C
-                self._abandon_executor(futures)
-            raise
-        try:
-            for f in futures:
-                exc = f.exception()
-                if exc is not None:
-                    self._raise_failure(exc)
             calendar = self._calendar
-            failures = []
-            for ran, cal, failure in (f.result() for f in futures):
+            for f in futures:
+                ran, cal = f.result()
                 self.events_run += ran
                 calendar.extend(cal)
-                if failure is not None:
-                    failures.append(failure)
-            if failures:
-                self._raise_failure(min(failures, key=lambda f: event_of(f)[:2]))
+            if errors:
+                # A KeyboardInterrupt (any non-Exception) first; else the κ-smallest.
+                fatal = [e for e in errors if not isinstance(e, Exception)]
+                self._raise_failure(fatal[0] if fatal else min(errors, key=_failure_order))
         finally:
-            # The futures hold the errors, whose frames hold the runtime: no cycle.
-            futures = failures = failure = exc = f = None
+            futures = errors = fatal = f = None  # no exception -> frame -> exception cycle
+
+
+def _start_daemon_threads(executor: ThreadPoolExecutor, threads: int) -> None:
+    """Start all ``threads`` of ``executor`` now, as daemon threads, so that a handler that
+    never returns cannot keep the process from exiting (see
+    :meth:`ExecutorRuntime._abandon_executor`).
+
+    A thread is a daemon when the thread that starts it is, and an executor starts its
+    threads from ``submit``: a daemon thread submits one task per thread, each of which
+    waits for all the others, so that every submit finds no idle thread and starts one.
+    The main thread's later submits find all ``max_workers`` threads there and start none."""
+    barrier = threading.Barrier(threads, timeout=30.0)
+    futures: list = []
+
+    def start() -> None:
+        futures.extend(executor.submit(barrier.wait) for _ in range(threads))
+
+    starter = threading.Thread(target=start, name=f"{executor._thread_name_prefix}-start",
+                               daemon=True)
+    starter.start()
+    starter.join()
+    for f in futures:
+        f.result()  # a broken barrier (a thread that did not start) raises here
+
+
+def _failure_order(exc: BaseException) -> tuple:
+    """Which of a window's handler errors is reported: the κ-smallest tagged one."""
+    ev = event_of(exc)
+    return (0, ev[0], ev[1]) if ev is not None else (1, 0.0, 0)

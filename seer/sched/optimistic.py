@@ -807,6 +807,7 @@ class OptimisticRuntime(ThreadedRuntime):
             key, e = min(failures)
             self.gvt = key[0]
             exc = sh.failed_exc[e]
+            sh.failed_exc[:] = [None] * len(sh.failed_exc)  # the runtime must not hold it
             try:
                 self._raise_failure(exc)
             finally:

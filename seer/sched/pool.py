@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+import seer.interrupts as interrupts
 from seer.errors import event_of
 from seer.platform import cpu_count
 
@@ -179,6 +180,26 @@ class WorkerPool:
             thread.start()
         self._update_spin()
 
+    def restart(self) -> None:
+        """Replace every worker thread by a new one (only between tasks).
+
+        Free-threaded CPython counts references to an object in two parts, one for the
+        thread that made it; when another thread drops the last reference, the object is
+        freed only once its owner runs Python code again, which a parked worker never
+        does, and a thread that exits hands its objects over at once. A runtime restarts
+        its pool after a failed step: the error, made on a worker, holds frames that hold
+        the runtime, which would otherwise outlive the user's last reference to it, and
+        its threads with it."""
+        size = self._size
+        if size > 1:
+            self.resize(1)
+            self.resize(size)
+
+    #: How long a parked worker sleeps before it runs a line of Python and parks again:
+    #: in free-threaded CPython that is when it frees the objects it made that other
+    #: threads have dropped (see :meth:`restart`). Not a poll for work: tasks wake it.
+    _PARK_S = 0.5
+
     def reset_stats(self) -> None:
         for stats in self.stats:
             for f in fields(stats):
@@ -202,7 +223,7 @@ class WorkerPool:
                 published = None  # may be the finished task: do not keep it while parked
                 with cond:
                     while self._published[0] == seen:
-                        cond.wait()
+                        cond.wait(self._PARK_S)
                     published = self._published
             seen, task = published
             published = None  # hold no reference to a task while parked (see close())
@@ -243,11 +264,11 @@ class WorkerPool:
         the workers stop early, and ``run`` still waits for them before propagating; a
         KeyboardInterrupt (any non-``Exception``) on the caller takes precedence.
 
-        Waiting is interrupted only by the user insisting: after ``give_up_after``
-        KeyboardInterrupts while waiting, ``run`` stops waiting for workers that have not
-        come back (a handler that never returns), lists them in :attr:`stuck`, marks the
-        pool unusable and re-raises. Python cannot stop a thread; the stuck ones are daemon
-        threads, so the process can still exit."""
+        Waiting is interrupted only by the user insisting: at ``give_up_after`` Ctrl-Cs
+        (see :meth:`_wait_all`), ``run`` stops waiting for workers that have not come
+        back (a handler that never returns), lists them in :attr:`stuck`, marks the pool
+        unusable and raises KeyboardInterrupt. Python cannot stop a thread; the stuck
+        ones are daemon threads, so the process can still exit."""
         self._check_usable()
         cond = self._cond
         stats = self.stats[0]
@@ -307,32 +328,52 @@ class WorkerPool:
 
     def _wait_all(self, generation: int, abort: Callable[[], None] | None,
                   give_up_after: int) -> None:
-        """Return only when no worker is inside task ``generation``, even if interrupted
-        meanwhile (the interrupt is re-raised afterwards), unless interrupted
-        ``give_up_after`` times (see :meth:`run`). If the caller was interrupted before it
-        published the task, there is nothing to wait for."""
+        """Return only when no worker is inside task ``generation``, unless the user insists
+        (see :meth:`run`); a KeyboardInterrupt met meanwhile is re-raised afterwards.
+
+        On the main thread of a runtime operation, Ctrl-C never raises in here (it is
+        recorded: :mod:`seer.interrupts`), so the wait polls the guard's count every
+        50 ms and gives up at ``give_up_after`` Ctrl-Cs. Elsewhere (the program's own
+        SIGINT handler, or another thread) it counts the KeyboardInterrupts it catches.
+        If the caller was interrupted before it published the task, there is nothing to
+        wait for."""
         cond = self._cond
+        guard = interrupts.current()
         interrupted: BaseException | None = None
-        interrupts = 0
+        interrupts_seen = 0
         spin_until = time.perf_counter_ns() + self._spin
         while True:
             try:
                 while self._pending and time.perf_counter_ns() < spin_until:
                     pass
+                insisted = False
                 with cond:
                     while self._pending and self._published[0] == generation:
                         # Re-notify on every timeout: an interrupt between publishing and
                         # notifying must not leave a parked worker unaware of the task.
                         cond.notify_all()
                         cond.wait(0.05)
+                        if guard is not None and guard.hits >= give_up_after:
+                            insisted = True
+                            break
+                if insisted:
+                    if abort is not None:
+                        abort()
+                    self._give_up()
+                    if self.stuck:
+                        guard.pending = 0  # raised here, once
+                        raise KeyboardInterrupt
+                    continue  # they all came back meanwhile: nothing to give up on
                 break
             except KeyboardInterrupt as exc:  # keep waiting: workers must not be left running
+                if self.stuck:
+                    raise
                 interrupted = exc
-                interrupts += 1
+                interrupts_seen += 1
                 spin_until = 0
                 if abort is not None:
                     abort()
-                if interrupts >= give_up_after:
+                if interrupts_seen >= give_up_after:
                     self._give_up()
                     break
         if interrupted is not None:

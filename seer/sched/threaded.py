@@ -11,8 +11,9 @@ runtime hierarchy"). It owns
 * the *abort flag* ``_abort``: a plain attribute that the coordinator or a failing thread
   sets and every thread reads between chunks of work, so a window stops early after an
   error or Ctrl-C (a stale read only costs one more chunk);
-* Ctrl-C handling: while ``reset``/``step`` run, SIGINT is deferred to a safe point
-  (:mod:`seer.sched.interrupts`);
+* Ctrl-C handling: the first Ctrl-C of an operation stops the threads after their
+  current chunk (:meth:`ThreadedRuntime._on_interrupt`; where KeyboardInterrupt may
+  surface at all is :mod:`seer.interrupts`' rule);
 * BLAS's own threads: while ``reset``/``step`` run, BLAS is capped at
   :attr:`ThreadedRuntime.blas_threads` threads (:mod:`seer.sched.blas`).
 
@@ -32,9 +33,8 @@ import numpy as np
 from seer.errors import ModelError
 from seer.model import Model
 from seer.platform import warn_if_gil_enabled
-from seer.runtime import Runtime, child_seed
+from seer.runtime import _BROKEN, Runtime, child_seed
 from seer.sched.blas import blas_cap
-from seer.sched.interrupts import deferred_interrupt
 from seer.sched.pool import WorkerPool
 
 __all__ = ["MAX_THREADS", "ThreadedRuntime", "validate_threads"]
@@ -62,7 +62,9 @@ class ThreadedRuntime(Runtime):
             raise ModelError(f"debug mode (isolation checks) is only available in "
                              f"SerialRuntime; {type(self).__name__} would race on them")
         self._abort = False
-        self._interrupted = False
+        #: KeyboardInterrupts a pool wait takes before it gives up on threads that do not
+        #: come back, when no guard records Ctrl-C (off the main thread, or the program's
+        #: own SIGINT handler); with a guard, the pool counts the guard's hits instead.
         self._give_up_after = 2
         self._blas_threads: int | None = 1
         self._pool: WorkerPool | None = None
@@ -137,23 +139,25 @@ class ThreadedRuntime(Runtime):
     def resize(self, threads: int) -> None:
         """Change the thread count between steps (results do not depend on it). Refused
         like any operation while another thread is inside ``reset``/``step``."""
-        with self._operation("resize"):
-            self._check_open()
-            threads = validate_threads(threads)
-            previous, self._threads = self._threads, threads
+        self._operate("resize", self._resize_checked, threads)
+
+    def _resize_checked(self, threads: Any) -> None:
+        self._check_open()
+        threads = validate_threads(threads)
+        previous, self._threads = self._threads, threads
+        try:
+            self._resize_threads(threads)
+        except BaseException as exc:
+            # Threads and per-thread state may now disagree: go back to the old count,
+            # and if even that fails the runtime cannot be trusted with another step.
+            self._threads = previous
             try:
-                self._resize_threads(threads)
-            except BaseException as exc:
-                # Threads and per-thread state may now disagree: go back to the old count,
-                # and if even that fails the runtime cannot be trusted with another step.
-                self._threads = previous
-                try:
-                    self._resize_threads(previous)
-                except BaseException:
-                    self._break(f"resize to {threads} threads failed ({exc!r}), and so did "
-                                f"going back to {previous}")
-                raise
-            self._trace_threads()
+                self._resize_threads(previous)
+            except BaseException:
+                self._break(f"resize to {threads} threads failed ({exc!r}), and so did "
+                            f"going back to {previous}")
+            raise
+        self._trace_threads()
 
     def _resize_threads(self, threads: int) -> None:
         """Grow or shrink this runtime's threads to ``threads``. ``self._threads`` already
@@ -180,18 +184,15 @@ class ThreadedRuntime(Runtime):
         self._abort = True
 
     def _guarded(self, operation: Callable[[Any], Any], arg: Any) -> Any:
-        """Run a reset or step with Ctrl-C deferred to a safe point (see
-        :mod:`seer.sched.interrupts`): the first Ctrl-C stops the threads after their
-        current chunk and then raises KeyboardInterrupt; a second one stops waiting for
-        threads that do not come back, and the runtime becomes unusable (see
-        :meth:`_abandon`)."""
-        self._interrupted = False
+        """Run a reset or step with BLAS capped and the pool hot. Ctrl-C is guarded by the
+        operation (:mod:`seer.interrupts`): the first one stops the threads after their
+        current chunk (:meth:`_on_interrupt`) and the step raises KeyboardInterrupt once
+        they have; while the caller waits for threads that do not come back (a handler
+        that never returns), a second one stops the wait and the runtime becomes unusable
+        (see :meth:`_abandon`)."""
         pool = self._pool
         try:
-            with blas_cap(self._blas_threads), deferred_interrupt(self._on_interrupt) as deferral:
-                # With the deferral active, the first KeyboardInterrupt the pool sees is
-                # already the user's second Ctrl-C.
-                self._give_up_after = 1 if deferral.active else 2
+            with blas_cap(self._blas_threads):
                 if pool is not None:
                     pool.hot = True  # the step's windows follow each other closely
                 try:
@@ -199,11 +200,21 @@ class ThreadedRuntime(Runtime):
                 finally:
                     if pool is not None:
                         pool.hot = False  # the caller's own code runs next: park soon
-        except KeyboardInterrupt:
+        except BaseException:
             self._mark_failed()  # even if the operation had finished: reset before going on
             if self._pool is not None and self._pool.stuck:
                 self._abandon(self._pool.stuck)
+            elif self._status != _BROKEN:
+                self._restart_threads()
             raise
+
+    def _restart_threads(self) -> None:
+        """After a failed step or reset: new threads for old (see
+        :meth:`seer.sched.pool.WorkerPool.restart`), so that a runtime dropped after the
+        failure frees its threads without the garbage collector. The next ``reset``
+        makes the per-thread objects again."""
+        if self._pool is not None:
+            self._pool.restart()
 
     def _reset(self, seed_seq: Any) -> Any:
         self.windows_run = 0
@@ -234,7 +245,10 @@ class ThreadedRuntime(Runtime):
         """Where thread ``index`` is: the entity its worker runs (``cur``) and the event
         that entity's context is handling."""
         workers = getattr(self, "_workers", ())
-        e = workers[index].cur if index < len(workers) else -1
+        return self._entity_at(workers[index].cur if index < len(workers) else -1)
+
+    def _entity_at(self, e: int) -> str:
+        """Where a thread running entity ``e`` (-1: none) is, for a report."""
         if e < 0:
             return "outside any entity"
         ctx = self._contexts[e]
