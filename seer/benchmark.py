@@ -35,17 +35,18 @@ import hashlib
 import json
 import re
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from seer.errors import ModelError
 from seer.model import Model
 from seer.runtime import Runtime
 from seer.sched import make_runtime
 from seer.sched.blas import blas_cap
+from seer.specs import non_negative_int, output_file, positive_int
 
 __all__ = ["Ceiling", "Comparison", "RuntimeTimes", "capacity_now", "compare", "on_threads",
            "paired", "parse_runtime", "ratios", "runtime_label", "state_digest",
@@ -337,17 +338,17 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
     ``runtimes`` (when it is at least 2). Every runtime is closed before this returns, also
     when one fails. ``progress`` shows a bar (tqdm) where tqdm is installed."""
     if steps < 1 or rounds < 1 or warmup < 0:
-        raise ValueError(f"steps ({steps}) and rounds ({rounds}) must be at least 1, warmup "
+        raise ModelError(f"steps ({steps}) and rounds ({rounds}) must be at least 1, warmup "
                          f"({warmup}) at least 0")
     specs = [parse_runtime(r) for r in runtimes]
     labels = [runtime_label(kind, threads) for kind, threads in specs]
     if len(set(labels)) != len(labels):
-        raise ValueError(f"runtimes {list(runtimes)} name one runtime twice")
+        raise ModelError(f"runtimes {list(runtimes)} name one runtime twice")
     from seer.sched import RUNTIMES
 
     unknown = sorted({kind for kind, _threads in specs if kind not in RUNTIMES})
     if unknown:
-        raise ValueError(f"unknown runtime(s) {', '.join(unknown)}; registered: "
+        raise ModelError(f"unknown runtime(s) {', '.join(unknown)}; registered: "
                          f"{', '.join(sorted(RUNTIMES))}")
     if "serial" not in labels:
         specs.insert(0, ("serial", 1))
@@ -432,13 +433,15 @@ def add_subcommand(sub: Any) -> None:
     p.add_argument("--runtimes", nargs="+", type=_runtime_arg,
                    default=["serial", "seer:1", f"seer:{cores}"],
                    help=f"kind:threads labels (default: serial seer:1 seer:{cores})")
-    p.add_argument("--steps", type=int, default=10, help="timed steps per round")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=1, help="untimed steps after each reset")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=positive_int, default=10, help="timed steps per round")
+    p.add_argument("--rounds", type=positive_int, default=5)
+    p.add_argument("--warmup", type=non_negative_int, default=1,
+                   help="untimed steps after each reset")
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--no-ceiling", dest="ceiling", action="store_false",
                    help="skip the independent serial runs")
-    p.add_argument("--json", default="", help="also write every measured value here")
+    p.add_argument("--json", default="", type=output_file,
+                   help="also write every measured value here")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (repeatable), e.g. one that registers a "
                    "runtime of your own with seer.register_runtime")
@@ -448,25 +451,25 @@ def add_subcommand(sub: Any) -> None:
 def _runtime_arg(text: str) -> str:
     import argparse
 
+    from seer.sched.threaded import validate_threads
+
     try:
-        parse_runtime(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        _kind, threads = parse_runtime(text)
+        validate_threads(threads)
+    except ValueError as exc:  # ModelError is one
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
     return text
 
 
 def _cmd_bench(args: Any) -> int:
-    from seer.errors import ModelError
+    """Bad input (a model spec, runtimes, arguments) raises the project's input errors,
+    which ``seer.cli.main`` prints as one line with exit status 2."""
     from seer.specs import model_factory
 
-    try:
-        name = " ".join([args.spec, *args.kwargs])
-        result = compare(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
-                         steps=args.steps, rounds=args.rounds, warmup=args.warmup,
-                         seed=args.seed, ceiling=args.ceiling, name=name, progress=True)
-    except (ImportError, ValueError, ModelError) as exc:
-        print(f"seer bench: {exc}", file=sys.stderr)
-        return 2
+    name = " ".join([args.spec, *args.kwargs])
+    result = compare(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
+                     steps=args.steps, rounds=args.rounds, warmup=args.warmup,
+                     seed=args.seed, ceiling=args.ceiling, name=name, progress=True)
     for line in result.table():
         print(line)
     if args.json:

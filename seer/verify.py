@@ -15,8 +15,9 @@ or that everything matched. Exit status: 0 matched, 1 a contract broken or a div
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from seer.specs import non_negative_int, positive_int
 
 __all__ = ["add_subcommand"]
 
@@ -34,13 +35,14 @@ def add_subcommand(sub: Any) -> None:
     p.add_argument("spec", help="the model: module:callable (mypackage.env:MyModel) or a "
                    "registered name (pcs, aircraft, ...)")
     p.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
-    p.add_argument("--steps", type=int, default=10, help="steps per seed (default 10)")
-    p.add_argument("--threads", type=int, default=3,
+    p.add_argument("--steps", type=positive_int, default=10, help="steps per seed (default 10)")
+    p.add_argument("--threads", type=positive_int, default=3,
                    help="every registered runtime at 2..THREADS threads (default 3)")
     p.add_argument("--runtimes", nargs="+", default=None, metavar="LABEL",
                    help="kind:threads or kind(threads) labels instead (e.g. seer:2 static:3)")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0], help="episode seeds")
-    p.add_argument("--max-events-per-step", type=int, default=None)
+    p.add_argument("--seeds", nargs="+", type=non_negative_int, default=[0],
+                   help="episode seeds")
+    p.add_argument("--max-events-per-step", type=positive_int, default=None)
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (repeatable): your model's, or one that "
                    "registers a runtime with seer.register_runtime")
@@ -48,17 +50,13 @@ def add_subcommand(sub: Any) -> None:
 
 
 def _cmd_verify(args: Any) -> int:
-    from seer.errors import ModelError
     from seer.specs import model_factory
     from seer.testing import verify
 
-    try:
-        report = verify(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
-                        threads=args.threads, steps=args.steps, seeds=args.seeds,
-                        max_events_per_step=args.max_events_per_step)
-    except (ImportError, ModelError) as exc:
-        print(f"seer verify: {exc}", file=sys.stderr)
-        return 2
+    # Bad input raises the project's input errors: seer.cli.main prints them as one line.
+    report = verify(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
+                    threads=args.threads, steps=args.steps, seeds=args.seeds,
+                    max_events_per_step=args.max_events_per_step)
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1
