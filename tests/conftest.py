@@ -58,8 +58,15 @@ SLOW = {
         "8826 schedules in weak-memory mode (12 s)",
     "tests/check/test_queues.py::test_the_structure_passes_in_weak_memory_mode[ring]":
         "21142 schedules in weak-memory mode (35 s)",
-    "tests/test_distributed.py": "a Dask cluster of worker processes, killed and restarted (22 s)",
+    "tests/test_distributed.py": "Dask clusters of worker processes, plain and TLS, killed and "
+                                 "restarted (about 60 s)",
     "tests/stpa/test_encoder.py": "trains the STPA encoder with torch (17 s)",
+    "tests/stpa/test_calibrate.py::test_a_calibrated_predictor_is_what_threads_auto_uses":
+        "collects a calibration set and retrains the predictor (40 s)",
+    "tests/stpa/test_holdout.py": "fresh thread scans, and the prepared many-core run at tiny "
+                                  "sizes (70 s)",
+    "tests/workloads/test_mpe.py::test_bit_for_bit_with_mpe2_300_steps_100_agents":
+        "300 steps x 100 agents beside mpe2 (mpe2 about 100 s, then about 3 s per runtime)",
     "tests/stpa/test_predictor.py::test_evaluation_reports_every_method_on_a_small_dataset":
         "trains and cross-validates every STPA method (29 s)",
     "tests/sched/test_stress.py::test_ten_thousand_steps_on_four_threads": "10 000 steps (61 s)",

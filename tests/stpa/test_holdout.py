@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from seer.stpa import holdout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,9 +21,6 @@ def test_holdout_scores_the_choices_against_a_fresh_scan(tmp_path):
         assert all(0 < x <= 1.0 for x in r["regret"]) and 1 <= r["best"] <= r["t_max"]
 
 
-@pytest.mark.skipif(os.environ.get("SEER_TEST_PREPARED_RUN") != "1",
-                    reason="runs the whole prepared run at tiny sizes (about a minute): "
-                    "SEER_TEST_PREPARED_RUN=1")
 def test_the_prepared_run_writes_every_part(tmp_path):
     done = subprocess.run(["bash", str(ROOT / "scripts" / "manycore-run.sh"), str(tmp_path),
                            "--tiny"], env={**os.environ, "PYTHON": sys.executable},
