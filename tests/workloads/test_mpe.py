@@ -302,7 +302,7 @@ def test_actions_are_checked_and_missing_ones_are_no_push():
 @pytest.mark.parametrize("kwargs, message", [
     ({"n_agents": 0}, "n_agents must be an int >= 1"),
     ({"n_agents": 2.0}, "n_agents must be an int >= 1"),
-    ({"local_ratio": 1.5}, r"local_ratio must be a number in \[0, 1\]"),
+    ({"local_ratio": 1.5}, r"local_ratio must be a finite number in \[0, 1\]"),
     ({"max_cycles": 0}, "max_cycles must be an int >= 1"),
     ({"terminate_on_success": 1}, "terminate_on_success must be a bool"),
 ])

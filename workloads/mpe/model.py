@@ -62,6 +62,7 @@ import numpy as np
 
 import seer
 from seer.errors import ModelError
+from workloads._args import flag, integer, real
 
 __all__ = ["Episode", "Shared", "Spread", "pair_distances", "shared_outputs"]
 
@@ -138,12 +139,6 @@ def shared_outputs(pos: np.ndarray, landmarks: np.ndarray, step: int, *,
     return Shared(rewards, terminated, truncated)
 
 
-def _int_arg(name: str, value: Any, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ModelError(f"Spread {name} must be an int >= {low}, got {value!r}")
-    return int(value)
-
-
 class Spread(seer.Model):
     """mpe2's ``simple_spread_v3`` as events; see the module docstring. The arguments are
     ``simple_spread_v3.parallel_env``'s (``n_agents`` is its ``N``), with its defaults."""
@@ -158,18 +153,11 @@ class Spread(seer.Model):
 
     def __init__(self, n_agents: int = 3, local_ratio: float = 0.5, max_cycles: int = 25,
                  terminate_on_success: bool = False) -> None:
-        self.n_agents = _int_arg("n_agents", n_agents)
-        if isinstance(local_ratio, bool) or not isinstance(
-                local_ratio, (int, float, np.integer, np.floating)) \
-                or not 0.0 <= local_ratio <= 1.0:
-            raise ModelError(f"Spread local_ratio must be a number in [0, 1], got "
-                             f"{local_ratio!r}")
-        self.local_ratio = float(local_ratio)
-        self.max_cycles = _int_arg("max_cycles", max_cycles)
-        if not isinstance(terminate_on_success, (bool, np.bool_)):
-            raise ModelError(f"Spread terminate_on_success must be a bool, got "
-                             f"{terminate_on_success!r}")
-        self.terminate_on_success = bool(terminate_on_success)
+        self.n_agents = integer("Spread", "n_agents", n_agents, minimum=1)
+        self.local_ratio = real("Spread", "local_ratio", local_ratio, at_least=0.0, at_most=1.0)
+        self.max_cycles = integer("Spread", "max_cycles", max_cycles, minimum=1)
+        self.terminate_on_success = flag("Spread", "terminate_on_success",
+                                         terminate_on_success)
         self.groups = seer.EntityGroups(agents=self.n_agents, landmarks=self.n_agents)
         super().__init__(len(self.groups))
         self.name = f"Spread({self.n_agents} agents)"
