@@ -7,6 +7,11 @@ power of two), so that one model serves every core count: a prediction ``y`` bec
 The machine enters the features as ``log2(cores)`` and the capacity the preflight measures
 over the cores (``capacity / cores``: 1 on an idle machine).
 
+A count above the cores is allowed only as far as the preflight saw the step *wait*
+(:func:`thread_cap`): a step whose tasks are on the CPU all the time cannot gain from more
+threads than cores, one whose tasks sleep can. The same cap applies in training's
+evaluation (:meth:`Predictor.choose`) and in ``threads="auto"`` (:func:`choose_threads`).
+
 Inference needs numpy only: the encoder's forward pass runs from its exported weights
 (:func:`seer.stpa.encoder.numpy_encode`) and the trees from xgboost's JSON model file
 (:class:`seer.stpa.trees.TreeEnsemble`); xgboost (the ``stpa`` extra) trains them. The
@@ -50,9 +55,11 @@ __all__ = [
     "predict",
     "static_inputs",
     "target_of",
+    "thread_cap",
     "threads_for",
     "traces",
     "user_model_dir",
+    "wait_share",
 ]
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -81,14 +88,43 @@ def target_of(threads: np.ndarray, cores: np.ndarray, kind: str = "log2") -> np.
     return np.log2(np.asarray(threads, np.float64) / np.asarray(cores, np.float64))
 
 
-def threads_for(y: float, cores: int, kind: str = "log2") -> int:
+def threads_for(y: float, cores: int, kind: str = "log2", cap: int | None = None) -> int:
     """A prediction ``y`` as a thread count on a machine with ``cores`` usable cores:
     ``round(cores * 2**y)`` (``range``: ``round(y * t_max)``) within
-    ``1..t_max = machine_t_max(cores)``."""
-    t_max = machine_t_max(cores)
+    ``1..min(t_max, cap)``, ``t_max = machine_t_max(cores)`` (``cap``: :func:`thread_cap`)."""
+    t_max = machine_t_max(cores) if cap is None else max(1, min(machine_t_max(cores), cap))
     if kind == "range":
-        return int(np.clip(np.rint(y * t_max), 1, t_max))
+        return int(np.clip(np.rint(y * machine_t_max(cores)), 1, t_max))
     return int(np.clip(np.rint(cores * 2.0 ** float(np.clip(y, -10, 10))), 1, t_max))
+
+
+def wait_share(features: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The share of task time the preflight's threads spent *waiting*, per preflight
+    (``features`` ``(n, N, steps, 3)``): the task time off the CPU (``1 - cpu_s / busy_s``)
+    times the voluntary context switches per event, at most 1. A task that sleeps gives
+    the CPU up itself (a voluntary switch per wait); a task that is preempted on a loaded
+    machine is off the CPU too, but through involuntary switches, so preemption does not
+    count as waiting. Without the switch counts (``mask``), the off-CPU share alone;
+    without the runtime's CPU and busy time, 1 (nothing known: no cap)."""
+    need = [METRICS.index(m) for m in ("busy_s", "cpu_s", "events")]
+    if not np.asarray(mask)[need].all():
+        return np.ones(len(features))
+    total = np.asarray(features, np.float64)[..., 0].sum(axis=2)  # (n, N): over the steps
+    busy, cpu, events = (total[:, METRICS.index(m)] for m in ("busy_s", "cpu_s", "events"))
+    off = np.clip(1.0 - cpu / np.maximum(busy, 1e-12), 0.0, 1.0)
+    vol = METRICS.index("voluntary_switches")
+    if not mask[vol]:
+        return off
+    return off * np.minimum(1.0, total[:, vol] / np.maximum(events, 1e-12))
+
+
+def thread_cap(cores: int, wait: float) -> int:
+    """The most threads that can keep ``cores`` cores busy when each thread waits a
+    share ``wait`` of its task time: ``floor(cores / (1 - wait))``, at least ``cores``
+    (``cores`` for a step that never waits; unbounded as ``wait`` nears 1)."""
+    if wait >= 1.0:
+        return 1 << 20
+    return max(int(cores), int(np.floor(cores / (1.0 - float(wait)) + 1e-9)))
 
 
 def traces(features: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -210,13 +246,16 @@ class Predictor:
         """Predicted ``log2(T* / cores)`` of preflights."""
         return self.regressor.predict(self.inputs(features, mask, static))
 
-    def choose(self, features: np.ndarray, mask: np.ndarray, static: np.ndarray
-               ) -> np.ndarray:
-        """Thread counts for preflights, each on its own row's machine (its cores)."""
+    def choose(self, features: np.ndarray, mask: np.ndarray, static: np.ndarray,
+               capped: bool = True) -> np.ndarray:
+        """Thread counts for preflights, each on its own row's machine (its cores), at
+        most :func:`thread_cap` of what the preflight saw (unless not ``capped``)."""
         y = self.predict_target(features, mask, static)
-        cores = np.asarray(static)[:, STATIC_FEATURES.index("cores")]
-        return np.array([threads_for(v, int(c), self.target)
-                         for v, c in zip(y, cores, strict=True)])
+        cores = np.asarray(static)[:, STATIC_FEATURES.index("cores")].astype(int)
+        wait = wait_share(np.asarray(features)[:, :, :self.steps], mask & self.mask)
+        caps = [thread_cap(c, w) if capped else None for c, w in zip(cores, wait, strict=True)]
+        return np.array([threads_for(v, int(c), self.target, k)
+                         for v, c, k in zip(y, cores, caps, strict=True)])
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -279,17 +318,21 @@ def _shipped() -> Predictor:
 def choose_threads(model: Model, runtime: str = "seer", *, predictor: Predictor | None = None,
                    steps: int | None = None) -> tuple[int, dict[str, Any]]:
     """Run a preflight of ``model`` and predict its thread count. Returns ``(threads,
-    info)``; ``info`` holds the prediction, the probe count, the preflight time and the
-    features (what ``runtime.stpa`` shows). ``steps`` defaults to the predictor's."""
+    info)``; ``info`` holds the prediction, the probe count, the preflight time, the wait
+    share and the cap it gives (:func:`thread_cap`) and the features (what
+    ``runtime.stpa`` shows). ``steps`` defaults to the predictor's."""
     directory = None if predictor is not None else model_dir()
     predictor = predictor or _shipped()
     pre: Preflight = run_preflight(model, runtime=runtime, steps=steps or predictor.steps)
     y = float(predictor.predict_target(pre.features[None], pre.mask,
                                        pre.static_vector()[None])[0])
     cores = int(pre.static["cores"])
-    threads = threads_for(y, cores, predictor.target)
-    info = {**pre.as_dict(), "threads": threads, "predicted": y,
-            "t_max": machine_t_max(cores), "features": pre.features, "mask": pre.mask,
+    wait = float(wait_share(pre.features[None], pre.mask & predictor.mask)[0])
+    cap = thread_cap(cores, wait)
+    threads = threads_for(y, cores, predictor.target, cap)
+    info = {**pre.as_dict(), "threads": threads, "predicted": y, "wait_share": wait,
+            "cap": min(cap, machine_t_max(cores)), "t_max": machine_t_max(cores),
+            "features": pre.features, "mask": pre.mask,
             "model": str(directory) if directory is not None else "given"}
     return threads, info
 def predict(model: Model, runtime: str = "seer", **options: Any) -> int:

@@ -29,7 +29,7 @@ def test_a_calibrated_predictor_is_what_threads_auto_uses(tmp_path, monkeypatch)
         assert info["model"] == str(out)
         static = np.array([[info["static"][k] for k in STATIC_FEATURES]])
         y = calibrated.predict_target(info["features"][None], info["mask"], static)[0]
-        assert rt.threads == threads_for(y, int(info["static"]["cores"]))
+        assert rt.threads == threads_for(y, int(info["static"]["cores"]), cap=info["cap"])
     finally:
         rt.close()
 

@@ -10,7 +10,15 @@ from seer.marl import SeerParallelEnv
 from seer.stpa import predictor as predictor_module
 from seer.stpa.cli import DEFAULT_DATASETS
 from seer.stpa.dataset import load_rows
-from seer.stpa.predictor import DATA_DIR, Predictor, choose_threads, threads_for
+from seer.stpa.metrics import METRICS
+from seer.stpa.predictor import (
+    DATA_DIR,
+    Predictor,
+    choose_threads,
+    thread_cap,
+    threads_for,
+    wait_share,
+)
 from seer.stpa.preflight import PREFLIGHT_STEPS, STATIC_FEATURES
 from seer.stpa.train import METHODS, evaluate, evaluate_machines, group_folds
 from seer.stpa.trees import TreeEnsemble
@@ -31,7 +39,10 @@ def test_the_shipped_model_loads_and_predicts_a_thread_count():
     again = predictor.predict_target(info["features"][None], info["mask"], static)
     assert float(again[0]) == info["predicted"] and np.isfinite(info["predicted"])
     cores = int(info["static"]["cores"])
-    assert threads == threads_for(info["predicted"], cores)
+    wait = wait_share(info["features"][None], info["mask"] & predictor.mask)[0]
+    assert info["wait_share"] == wait and info["cap"] == min(thread_cap(cores, wait),
+                                                             info["t_max"])
+    assert threads == threads_for(info["predicted"], cores, cap=info["cap"])
     assert info["features"].shape[1] == predictor.steps
 
 
@@ -41,6 +52,59 @@ def test_the_shipped_model_loads_and_predicts_a_thread_count():
 def test_a_prediction_maps_onto_the_machine_it_runs_on(y, cores, threads):
     """round(cores * 2**y) within 1..max(8, cores): never clipped to a training t_max."""
     assert threads_for(y, cores) == threads
+
+
+@pytest.mark.parametrize(("y", "cores", "cap", "threads"), [
+    (2.0, 2, 2, 2), (2.0, 2, 5, 5), (2.0, 2, 100, 8), (-1.0, 2, 2, 1), (1.0, 16, 16, 16)])
+def test_a_cap_bounds_the_count_from_above_only(y, cores, cap, threads):
+    assert threads_for(y, cores, cap=cap) == threads
+
+
+@pytest.mark.parametrize(("cores", "wait", "cap"), [
+    (2, 0.0, 2), (2, 0.3, 2), (2, 0.5, 4), (2, 0.75, 8), (16, 0.2, 20), (1, 0.9, 10)])
+def test_the_cap_is_the_threads_that_keep_the_cores_busy(cores, wait, cap):
+    """floor(cores / (1 - wait)), never below the cores."""
+    assert thread_cap(cores, wait) == cap
+
+
+def _counters(busy, cpu, events, voluntary, involuntary=0.0, steps=4):
+    """Preflight features (1, N, steps, 3) whose per-thread means over the steps sum to
+    the given totals."""
+    f = np.zeros((1, len(METRICS), steps, 3))
+    for name, total in (("busy_s", busy), ("cpu_s", cpu), ("events", events),
+                        ("voluntary_switches", voluntary),
+                        ("involuntary_switches", involuntary)):
+        f[0, METRICS.index(name), :, 0] = total / steps
+    return f
+
+
+def test_waiting_is_told_from_preemption_by_voluntary_switches():
+    """A task off the CPU half its time counts as waiting when it gave the CPU up itself
+    (a voluntary switch per event), not when it was preempted (involuntary switches)."""
+    mask = np.ones(len(METRICS), bool)
+    sleeps = _counters(busy=1.0, cpu=0.2, events=100, voluntary=100)
+    preempted = _counters(busy=1.0, cpu=0.5, events=100, voluntary=0.5, involuntary=300)
+    assert wait_share(sleeps, mask)[0] == pytest.approx(0.8)
+    assert wait_share(preempted, mask)[0] == pytest.approx(0.5 * 0.005)
+    assert thread_cap(2, wait_share(preempted, mask)[0]) == 2
+    assert thread_cap(2, wait_share(sleeps, mask)[0]) == 10
+    no_switches = mask.copy()
+    no_switches[METRICS.index("voluntary_switches")] = False
+    assert wait_share(preempted, no_switches)[0] == pytest.approx(0.5)
+    no_runtime = mask.copy()
+    no_runtime[METRICS.index("cpu_s")] = False
+    assert wait_share(sleeps, no_runtime)[0] == 1.0  # nothing known: no cap
+
+
+def test_the_shipped_rows_separate_waiting_handlers_from_compute():
+    """On the shipped rows of both machines, every waiting handler (wait-*) shows a wait
+    share above 0.6 and every compute-bound row below 0.3: the cap keeps compute rows at
+    the cores and leaves the waiting ones their range (a measured property of the data,
+    which the cap relies on)."""
+    data = load_rows(DEFAULT_DATASETS)
+    wait = wait_share(data["features"][:, :, :PREFLIGHT_STEPS], data["mask"])
+    waiting = np.char.startswith(data["names"].astype(str), "wait")
+    assert wait[waiting].min() > 0.6 and wait[~waiting].max() < 0.3
 
 
 def test_the_numpy_trees_predict_what_xgboost_predicts():
@@ -84,7 +148,8 @@ def test_threads_auto_through_the_pettingzoo_adapter():
     env.reset(seed=0)
     info = env.runtime.stpa
     assert info is not None and env.runtime.threads == info["threads"]
-    assert info["threads"] == threads_for(info["predicted"], int(info["static"]["cores"]))
+    assert info["threads"] == threads_for(info["predicted"], int(info["static"]["cores"]),
+                                          cap=info["cap"])
     env.close()
 
 
