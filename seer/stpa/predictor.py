@@ -50,6 +50,7 @@ __all__ = [
     "Predictor",
     "Regressor",
     "choose_threads",
+    "count_inputs",
     "model_dir",
     "model_inputs",
     "predict",
@@ -73,13 +74,25 @@ MODEL_INPUTS = ("log_entities", "log_events_per_step", "log_mean_event_us", "cro
                 "idle_share", "log_step_s")
 
 
-#: Targets: ``log2`` (``log2(T* / cores)``, the shipped one) or ``range``
-#: (``T* / machine_t_max(cores)``, the paper's normalised count on each machine's range).
-TARGETS = ("log2", "range")
+#: Targets: ``log2`` (``log2(T* / cores)``), ``range`` (``T* / machine_t_max(cores)``,
+#: the paper's normalised count on each machine's range) or ``curve`` (the throughput at
+#: each count over the best, the count given to the trees as :func:`count_inputs`; the
+#: choice is the count predicted fastest).
+TARGETS = ("log2", "range", "curve")
+
+
+def count_inputs(threads: np.ndarray, cores: np.ndarray) -> np.ndarray:
+    """What the ``curve`` target's trees read of a candidate count besides the row's
+    inputs: ``log2(T / cores)`` and ``T / machine_t_max(cores)``, ``(n, 2)``."""
+    threads = np.asarray(threads, np.float64)
+    cores = np.asarray(cores, np.float64)
+    t_max = np.array([machine_t_max(int(c)) for c in np.atleast_1d(cores)], np.float64)
+    return np.stack([np.log2(threads / cores), threads / t_max], axis=1)
 
 
 def target_of(threads: np.ndarray, cores: np.ndarray, kind: str = "log2") -> np.ndarray:
-    """The regression target of a best thread count (:data:`TARGETS`)."""
+    """The regression target of a best thread count (:data:`TARGETS`; ``curve`` reports
+    a count as ``log2``: its regression target is a throughput, not a count)."""
     if kind not in TARGETS:
         raise ModelError(f"STPA target {kind!r}: choose one of {', '.join(TARGETS)}")
     if kind == "range":
@@ -243,17 +256,38 @@ class Predictor:
 
     def predict_target(self, features: np.ndarray, mask: np.ndarray,
                        static: np.ndarray) -> np.ndarray:
-        """Predicted ``log2(T* / cores)`` of preflights."""
+        """Predicted target of preflights (``curve``: ``log2(T / cores)`` of the count
+        predicted fastest within ``1..t_max``)."""
+        if self.target == "curve":
+            cores = _cores_of(static)
+            return np.log2(self._fastest(self.inputs(features, mask, static), cores,
+                                         [None] * len(cores)) / cores)
         return self.regressor.predict(self.inputs(features, mask, static))
+
+    def _fastest(self, inputs: np.ndarray, cores: np.ndarray, caps: list[int | None]
+                 ) -> np.ndarray:
+        """``curve``: per row, the count within ``1..min(t_max, cap)`` whose predicted
+        throughput is highest (the smallest such count on a tie)."""
+        out = []
+        for x, c, cap in zip(inputs, cores, caps, strict=True):
+            top = machine_t_max(int(c)) if cap is None else max(1, min(machine_t_max(int(c)),
+                                                                       cap))
+            counts = np.arange(1, top + 1)
+            grid = np.hstack([np.repeat(x[None], top, axis=0),
+                              count_inputs(counts, np.full(top, c))])
+            out.append(int(counts[np.argmax(self.regressor.predict(grid))]))
+        return np.array(out)
 
     def choose(self, features: np.ndarray, mask: np.ndarray, static: np.ndarray,
                capped: bool = True) -> np.ndarray:
         """Thread counts for preflights, each on its own row's machine (its cores), at
         most :func:`thread_cap` of what the preflight saw (unless not ``capped``)."""
-        y = self.predict_target(features, mask, static)
-        cores = np.asarray(static)[:, STATIC_FEATURES.index("cores")].astype(int)
+        cores = _cores_of(static)
         wait = wait_share(np.asarray(features)[:, :, :self.steps], mask & self.mask)
         caps = [thread_cap(c, w) if capped else None for c, w in zip(cores, wait, strict=True)]
+        if self.target == "curve":
+            return self._fastest(self.inputs(features, mask, static), cores, caps)
+        y = self.predict_target(features, mask, static)
         return np.array([threads_for(v, int(c), self.target, k)
                          for v, c, k in zip(y, cores, caps, strict=True)])
 
@@ -281,6 +315,10 @@ class Predictor:
                    Regressor.load_model(directory / "regressor.json"),
                    np.array(meta["mask"], bool), int(meta["steps"]),
                    meta.get("trained_on", {}), meta["target"])
+
+
+def _cores_of(static: np.ndarray) -> np.ndarray:
+    return np.asarray(static)[:, STATIC_FEATURES.index("cores")].astype(int)
 
 
 def user_model_dir() -> Path:
@@ -324,12 +362,12 @@ def choose_threads(model: Model, runtime: str = "seer", *, predictor: Predictor 
     directory = None if predictor is not None else model_dir()
     predictor = predictor or _shipped()
     pre: Preflight = run_preflight(model, runtime=runtime, steps=steps or predictor.steps)
-    y = float(predictor.predict_target(pre.features[None], pre.mask,
-                                       pre.static_vector()[None])[0])
+    features, static = pre.features[None], pre.static_vector()[None]
+    y = float(predictor.predict_target(features, pre.mask, static)[0])
     cores = int(pre.static["cores"])
-    wait = float(wait_share(pre.features[None], pre.mask & predictor.mask)[0])
+    wait = float(wait_share(features, pre.mask & predictor.mask)[0])
     cap = thread_cap(cores, wait)
-    threads = threads_for(y, cores, predictor.target, cap)
+    threads = int(predictor.choose(features, pre.mask, static)[0])
     info = {**pre.as_dict(), "threads": threads, "predicted": y, "wait_share": wait,
             "cap": min(cap, machine_t_max(cores)), "t_max": machine_t_max(cores),
             "features": pre.features, "mask": pre.mask,

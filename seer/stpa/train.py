@@ -35,6 +35,7 @@ import numpy as np
 from seer.stpa.predictor import (
     Predictor,
     Regressor,
+    count_inputs,
     model_inputs,
     static_inputs,
     target_of,
@@ -79,8 +80,29 @@ def fit_stpa(data: dict[str, np.ndarray], rows: np.ndarray, *, seed: int = 0,
     predictor = Predictor(encoder.export(), Regressor(seed), mask.copy(), steps,
                           {"rows": len(rows), "machines": machines}, target)
     inputs = predictor.inputs(features, mask, data["static"][rows])
-    predictor.regressor.fit(inputs, _targets(data, target)[rows])
+    if target == "curve":
+        inputs, y = _curve_rows(data, rows, inputs)
+    else:
+        y = _targets(data, target)[rows]
+    predictor.regressor.fit(inputs, y)
     return predictor
+
+
+def _curve_rows(data: dict[str, np.ndarray], rows: np.ndarray, inputs: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``curve`` target's training set: one row per scanned count of each row's range
+    (its inputs ++ :func:`~seer.stpa.predictor.count_inputs`) and the throughput there over
+    the row's best."""
+    rel, cores = _relative(data), _cores(data)
+    x, y = [], []
+    for i, r in enumerate(rows):
+        counts = np.arange(1, int(data["t_range"][r]) + 1)
+        x.append(np.hstack([np.repeat(inputs[i][None], len(counts), axis=0),
+                            count_inputs(counts, np.full(len(counts), cores[r]))]))
+        y.append(rel[r, counts - 1])
+    x_all, y_all = np.vstack(x), np.concatenate(y)
+    ok = np.isfinite(y_all)
+    return x_all[ok], y_all[ok]
 
 
 def _fit_v1(data: dict[str, np.ndarray], rows: np.ndarray, seed: int, epochs: int

@@ -13,6 +13,7 @@ Usage (each prints one ``result`` line per injection and exits 0 only if all pas
     python -m tests.sched.interrupt_probe KIND OPERATION A-B[:S]  # K = A, A+S, ..., B
     python -m tests.sched.interrupt_probe KIND OPERATION count    # dry run: line events
     python -m tests.sched.interrupt_probe KIND OPERATION lines[:I/N]  # every distinct line
+    ... KIND OPERATION SPEC --max-failures N                      # stop after N failures
     python -m tests.sched.interrupt_probe storm KIND              # storm child (see below)
     python -m tests.sched.interrupt_probe drop KIND error|interrupt  # drop after a failure
     python -m tests.sched.interrupt_probe --minutes M [KIND ...]  # SIGINT storm driver
@@ -31,6 +32,7 @@ serial, and stops at SIGUSR1 with one more clean episode.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import random
@@ -59,7 +61,8 @@ STEPS = 3  # steps of the episode compared with serial
 #: Seconds one injection (build, warm-up, operation, recovery, close) may take before the
 #: child dumps every thread's stack and exits: a hang.
 INJECTION_TIMEOUT = 20.0
-THREAD_WAIT = 2.0  # seconds for a closed or dropped runtime's threads to end
+DROP_TIMEOUT = 45.0  # seconds the drop check may take, interpreter exit included
+THREAD_WAIT = 1.0  # seconds for a closed or dropped runtime's threads to end (it joins them)
 
 
 class ProbeFailure(Exception):
@@ -262,11 +265,14 @@ def inject(kind: str, op: str, target: int | tuple[str, int] | None,
             raise ProbeFailure("reset() finished without KeyboardInterrupt but its result "
                                "differs from serial")
         run_episode(rt, ref, f"reset() and {STEPS} steps after the interrupt")
-    finally:
-        try:
+    except BaseException:
+        with contextlib.suppress(BaseException):  # the first broken promise is reported
             rt.close()
-        except BaseException as exc:
-            _check_message(exc, "close() at the end")
+        raise
+    try:
+        rt.close()
+    except BaseException as exc:
+        _check_message(exc, "close() at the end")
     wait_for_threads(baseline, "after close()")
     return ("ok" if injector.fired else "miss"), injector
 
@@ -318,8 +324,9 @@ def _label(target: int | tuple[str, int] | None) -> str:
     return f"K={target}" if isinstance(target, int) else f"line={where(*target)}"
 
 
-def sweep(kind: str, op: str, spec: str) -> int:
-    """Run the injections ``spec`` names; print one ``result`` line each; the exit code."""
+def sweep(kind: str, op: str, spec: str, max_failures: int | None = None) -> int:
+    """Run the injections ``spec`` names; print one ``result`` line each; the exit code.
+    With ``max_failures``, stop after that many failed injections."""
     ref = Reference.build(make_model())
     if spec == "count":
         injector = dry_run(kind, op, ref)
@@ -342,22 +349,32 @@ def sweep(kind: str, op: str, spec: str) -> int:
             print(f"result {kind} {op} {label} {status.upper()} K={k} at {at}", flush=True)
         finally:
             faulthandler.cancel_dump_traceback_later()
+        if max_failures is not None and failures >= max_failures:
+            print(f"stopped {kind} {op} after {failures} failures", flush=True)
+            break
     print(f"done {kind} {op} failures={failures}", flush=True)
     return 1 if failures else 0
 
 
 # -- dropping a failed runtime -----------------------------------------------------------
 class FailsAtStep1(RandomModel):
-    """At step 1 a handler fails: with ``ValueError`` (``how="error"``), or by a Ctrl-C
-    (``how="interrupt"``: SIGINT simulated on the main thread, once)."""
+    """At step 1 the handlers on worker threads fail: with ``ValueError``
+    (``how="error"``), or by a Ctrl-C (``how="interrupt"``: SIGINT simulated on the main
+    thread, once)."""
 
     def __init__(self, how: str) -> None:
         super().__init__(20, seed=2)
         self.how = how
         self.interrupted = False
+        self.serial = False  # set for the serial runtime: everything runs on the caller
 
     def on_act(self, ctx: Any, event: Any) -> None:
-        if int(ctx.now) == 1:  # every entity: the failure reaches every thread
+        # On a worker thread where there is one (the main thread can finish a window
+        # alone): what a dropped runtime's threads must not hold on to.
+        on_main = threading.current_thread() is threading.main_thread()
+        if int(ctx.now) == 1 and on_main and not self.serial:
+            time.sleep(0.002)  # a slow caller: the workers get entities to run
+        if int(ctx.now) == 1 and (not on_main or self.serial):
             if self.how == "error":
                 raise ValueError("handler bug")
             if not self.interrupted:
@@ -368,18 +385,21 @@ class FailsAtStep1(RandomModel):
         super().on_act(ctx, event)
 
 
-def drop_child(kind: str, how: str, drops: int = 5) -> int:
+def drop_child(kind: str, how: str, drops: int = 20) -> int:
     """Build ``kind`` on :class:`FailsAtStep1`, fail a step, drop the runtime; with the
     collector disabled, the thread count must be back to its baseline soon after each
     drop. Prints ``drop ok`` or ``drop FAIL reason``."""
     import gc
 
     expected = {"error": seer.HandlerError, "interrupt": KeyboardInterrupt}[how]
+    # A hang (here or at interpreter exit) prints every thread's stack and exits 1.
+    faulthandler.dump_traceback_later(DROP_TIMEOUT, exit=True)
     baseline = _live_threads()
     gc.disable()
     try:
         for i in range(drops):
             model = FailsAtStep1(how)
+            model.serial = kind == "serial"
             rt = seer.make_runtime(model, kind, threads=3)
             rt.reset(0)
             try:
@@ -598,6 +618,16 @@ def main(argv: list[str]) -> int:
         if argv[1] not in KINDS:
             raise SystemExit(f"unknown runtime kind {argv[1]!r}; choose from {list(KINDS)}")
         return storm_child(argv[1])
+    max_failures = None
+    if "--max-failures" in argv:
+        i = argv.index("--max-failures")
+        try:
+            max_failures = int(argv[i + 1])
+        except (IndexError, ValueError):
+            raise SystemExit("--max-failures needs a count") from None
+        if max_failures < 1:
+            raise SystemExit(f"--max-failures must be >= 1, got {max_failures}")
+        argv = argv[:i] + argv[i + 2:]
     if len(argv) != 3:
         raise SystemExit(__doc__.split("Usage")[1].split("KIND is")[0].strip())
     kind, op, spec = argv
@@ -610,7 +640,7 @@ def main(argv: list[str]) -> int:
     rc = 0
     for k in kinds:
         for o in ops:
-            rc |= sweep(k, o, spec)
+            rc |= sweep(k, o, spec, max_failures)
     return rc
 
 
