@@ -19,7 +19,7 @@ import numpy as np
 
 from seer.errors import ModelError
 from seer.specs import non_negative_int, positive_int
-from seer.stpa.predictor import TARGETS
+from seer.stpa.predictor import DEFAULT_TARGET, TARGETS
 
 __all__ = ["DEFAULT_DATASETS", "add_parser", "calibrate", "reference_configurations"]
 
@@ -252,7 +252,7 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--seed", type=non_negative_int, default=0)
     t.add_argument("--steps", type=positive_int, default=None,
                    help="preflight steps to train on (default: all the rows have)")
-    t.add_argument("--target", choices=TARGETS, default="log2")
+    t.add_argument("--target", choices=TARGETS, default=DEFAULT_TARGET)
     t.set_defaults(func=_one_line(_train))
     e = stpa.add_parser("evaluate", help="held-out configurations and machines against "
                                          "the baselines")
@@ -261,7 +261,7 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--epochs", type=positive_int, default=40)
     e.add_argument("--seed", type=non_negative_int, default=0)
     e.add_argument("--steps", type=positive_int, default=None)
-    e.add_argument("--target", choices=TARGETS, default="log2")
+    e.add_argument("--target", choices=TARGETS, default=DEFAULT_TARGET)
     e.add_argument("--no-machines", action="store_true",
                    help="skip the held-out-machine evaluation")
     e.add_argument("--out", default="", help="write the report as JSON")

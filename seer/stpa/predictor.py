@@ -1,11 +1,14 @@
 """The thread-count predictor: preflight traces -> encoder embedding + static and machine
-features -> gradient-boosted trees -> ``y = log2(T* / cores)`` -> threads on *this* machine.
+features -> gradient-boosted trees -> the throughput of each thread count on *this* machine
+-> the count predicted fastest.
 
-The target is relative to the machine (the best thread count over the usable cores, as a
-power of two), so that one model serves every core count: a prediction ``y`` becomes
-``round(cores * 2**y)`` clipped to ``1..machine_t_max(cores)`` of the machine it runs on.
-The machine enters the features as ``log2(cores)`` and the capacity the preflight measures
-over the cores (``capacity / cores``: 1 on an idle machine).
+The shipped target (``curve``) is relative to the machine, so that one model serves every
+core count: the trees read a row's inputs and a candidate count as the paper's normalised
+count ``T / machine_t_max(cores)``, and predict the throughput there over the row's best;
+the choice is the fastest of ``1..machine_t_max(cores)`` of the machine it runs on. The
+machine enters the features as ``log2(cores)`` and the capacity the preflight measures
+over the cores (``capacity / cores``: 1 on an idle machine). The ``log2`` and ``range``
+targets predict the best count itself (``log2(T* / cores)``, ``T* / t_max``).
 
 A count above the cores is allowed only as far as the preflight saw the step *wait*
 (:func:`thread_cap`): a step whose tasks are on the CPU all the time cannot gain from more
@@ -44,6 +47,7 @@ from seer.stpa.preflight import (
 
 __all__ = [
     "DATA_DIR",
+    "DEFAULT_TARGET",
     "MODEL_ENV",
     "MODEL_INPUTS",
     "TARGETS",
@@ -74,20 +78,21 @@ MODEL_INPUTS = ("log_entities", "log_events_per_step", "log_mean_event_us", "cro
                 "idle_share", "log_step_s")
 
 
-#: Targets: ``log2`` (``log2(T* / cores)``), ``range`` (``T* / machine_t_max(cores)``,
-#: the paper's normalised count on each machine's range) or ``curve`` (the throughput at
-#: each count over the best, the count given to the trees as :func:`count_inputs`; the
-#: choice is the count predicted fastest).
-TARGETS = ("log2", "range", "curve")
+#: Targets: ``curve`` (the shipped one: the throughput at each count over the row's best,
+#: the count given to the trees as :func:`count_inputs`; the choice is the count predicted
+#: fastest), ``log2`` (``log2(T* / cores)``) or ``range`` (``T* / machine_t_max(cores)``,
+#: the paper's normalised count on each machine's range).
+TARGETS = ("curve", "log2", "range")
+DEFAULT_TARGET = "curve"
 
 
 def count_inputs(threads: np.ndarray, cores: np.ndarray) -> np.ndarray:
     """What the ``curve`` target's trees read of a candidate count besides the row's
-    inputs: ``log2(T / cores)`` and ``T / machine_t_max(cores)``, ``(n, 2)``."""
+    inputs: the paper's normalised count ``T / machine_t_max(cores)``, ``(n, 1)`` (the
+    machine itself is in the row's inputs)."""
     threads = np.asarray(threads, np.float64)
-    cores = np.asarray(cores, np.float64)
     t_max = np.array([machine_t_max(int(c)) for c in np.atleast_1d(cores)], np.float64)
-    return np.stack([np.log2(threads / cores), threads / t_max], axis=1)
+    return (threads / t_max)[:, None]
 
 
 def target_of(threads: np.ndarray, cores: np.ndarray, kind: str = "log2") -> np.ndarray:
@@ -240,7 +245,7 @@ class Predictor:
     mask: np.ndarray  # metrics present when it was trained
     steps: int = PREFLIGHT_STEPS
     trained_on: dict[str, Any] = field(default_factory=dict)
-    target: str = "log2"  # one of TARGETS
+    target: str = DEFAULT_TARGET  # one of TARGETS
 
     def inputs(self, features: np.ndarray, mask: np.ndarray,
                static: np.ndarray) -> np.ndarray:

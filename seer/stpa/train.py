@@ -1,9 +1,10 @@
 """Train STPA and evaluate it against baselines, held out by configuration and by machine.
 
-Rows come from :func:`seer.stpa.dataset.load_rows` (any mix of machines). The target is
-``y = log2(T* / cores)`` (:func:`seer.stpa.predictor.target_of`); a prediction is mapped
-onto each row's own machine (:func:`~seer.stpa.predictor.threads_for`). Methods (each fit
-on the training rows only):
+Rows come from :func:`seer.stpa.dataset.load_rows` (any mix of machines). The shipped
+target is ``curve`` (:data:`~seer.stpa.predictor.TARGETS`: the throughput of each count of
+the row's range over its best); the others are ``y = log2(T* / cores)`` and ``T* / t_max``
+(:func:`~seer.stpa.predictor.target_of`), a prediction mapped onto each row's own machine
+(:func:`~seer.stpa.predictor.threads_for`). Methods (each fit on the training rows only):
 
 * ``stpa``: encoder (self-supervised on the training traces) + trees on the embedding,
   the static and machine features and the counters' ratios (:func:`fit_stpa`), choices
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from seer.stpa.predictor import (
+    DEFAULT_TARGET,
     Predictor,
     Regressor,
     count_inputs,
@@ -64,7 +66,8 @@ def _targets(data: dict[str, np.ndarray], kind: str = "log2") -> np.ndarray:
 
 
 def fit_stpa(data: dict[str, np.ndarray], rows: np.ndarray, *, seed: int = 0,
-             epochs: int = 40, steps: int | None = None, target: str = "log2") -> Predictor:
+             epochs: int = 40, steps: int | None = None, target: str = DEFAULT_TARGET
+             ) -> Predictor:
     """Encoder + trees trained on ``rows`` of the data, on the first ``steps`` preflight
     steps (default: all the rows have), for ``target`` (:data:`~seer.stpa.predictor.
     TARGETS`)."""
@@ -277,7 +280,7 @@ def _with_machine(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def evaluate(data: dict[str, np.ndarray], *, folds: int = 4, seed: int = 0,
-             epochs: int = 40, steps: int | None = None, target: str = "log2",
+             epochs: int = 40, steps: int | None = None, target: str = DEFAULT_TARGET,
              progress: Callable[[Any], Any] | None = None) -> dict[str, Any]:
     """Grouped K-fold over configuration groups (each machine's configurations are
     groups of their own): every method's metrics on the held-out rows, overall and per
@@ -295,7 +298,8 @@ def evaluate(data: dict[str, np.ndarray], *, folds: int = 4, seed: int = 0,
 
 
 def evaluate_machines(data: dict[str, np.ndarray], *, seed: int = 0, epochs: int = 40,
-                      steps: int | None = None, target: str = "log2") -> dict[str, Any]:
+                      steps: int | None = None, target: str = DEFAULT_TARGET
+                      ) -> dict[str, Any]:
     """Held-out machines: for each ordered pair of machines, fit on one's rows and report
     on the other's (``"2-core -> 16-core"``)."""
     data = _with_machine(data)

@@ -6,7 +6,7 @@ import seer
 from seer.stpa import predictor as predictor_module
 from seer.stpa.cli import DEFAULT_DATASETS, calibrate
 from seer.stpa.dataset import Configuration, load_rows
-from seer.stpa.predictor import MODEL_ENV, Predictor, threads_for
+from seer.stpa.predictor import MODEL_ENV, Predictor
 from seer.stpa.preflight import STATIC_FEATURES
 from workloads.synthetic import BenchModel
 
@@ -28,8 +28,7 @@ def test_a_calibrated_predictor_is_what_threads_auto_uses(tmp_path, monkeypatch)
         info = rt.stpa
         assert info["model"] == str(out)
         static = np.array([[info["static"][k] for k in STATIC_FEATURES]])
-        y = calibrated.predict_target(info["features"][None], info["mask"], static)[0]
-        assert rt.threads == threads_for(y, int(info["static"]["cores"]), cap=info["cap"])
+        assert rt.threads == calibrated.choose(info["features"][None], info["mask"], static)[0]
     finally:
         rt.close()
 

@@ -13,6 +13,7 @@ from seer.stpa.dataset import load_rows
 from seer.stpa.metrics import METRICS
 from seer.stpa.predictor import (
     DATA_DIR,
+    DEFAULT_TARGET,
     Predictor,
     choose_threads,
     thread_cap,
@@ -32,7 +33,7 @@ def test_the_shipped_model_loads_and_predicts_a_thread_count():
     mapped onto this machine: recomputed here from the preflight's features (the count
     itself depends on timings, so no fixed value can be expected)."""
     predictor = Predictor.load(DATA_DIR)
-    assert predictor.mask.any() and predictor.target == "log2"
+    assert predictor.mask.any() and predictor.target == DEFAULT_TARGET
     assert set(predictor.trained_on["machines"]) == {"2-core", "16-core"}
     threads, info = choose_threads(BenchModel(200, cost_us=5, fanout=1), predictor=predictor)
     static = np.array([[info["static"][name] for name in STATIC_FEATURES]])
@@ -42,8 +43,36 @@ def test_the_shipped_model_loads_and_predicts_a_thread_count():
     wait = wait_share(info["features"][None], info["mask"] & predictor.mask)[0]
     assert info["wait_share"] == wait and info["cap"] == min(thread_cap(cores, wait),
                                                              info["t_max"])
-    assert threads == threads_for(info["predicted"], cores, cap=info["cap"])
+    assert threads == predictor.choose(info["features"][None], info["mask"], static)[0]
+    assert 1 <= threads <= info["cap"]
     assert info["features"].shape[1] == predictor.steps
+
+
+class _PeakAt:
+    """Trees stand-in for the curve target: predicted throughput peaks where the
+    normalised count (the last input) is ``peak``."""
+
+    def __init__(self, peak):
+        self.peak = peak
+
+    def predict(self, x):
+        return -np.abs(np.asarray(x)[:, -1] - self.peak)
+
+
+@pytest.mark.parametrize(("cores", "wait", "peak", "threads"), [
+    (16, 0.0, 0.5, 8), (16, 0.0, 1.0, 16), (2, 0.0, 0.5, 2), (2, 0.9, 0.5, 4),
+    (2, 0.9, 1.0, 8), (1, 0.0, 1.0, 1)])
+def test_the_curve_target_chooses_the_fastest_count_under_the_cap(cores, wait, peak,
+                                                                   threads):
+    """The count predicted fastest within 1..min(t_max, cap): on 2 cores a step that
+    does not wait stays at 2 even where the trees say 4 would be faster."""
+    shipped = Predictor.load(DATA_DIR)
+    predictor = Predictor(shipped.encoder, _PeakAt(peak), shipped.mask, shipped.steps,
+                          target="curve")
+    busy = 1.0
+    features = _counters(busy=busy, cpu=busy * (1 - wait), events=100, voluntary=100)
+    static = np.array([[100, 100, 10, 0.1, 3, cores, 8, 2, cores]], float)
+    assert predictor.choose(features, np.ones(len(METRICS), bool), static)[0] == threads
 
 
 @pytest.mark.parametrize(("y", "cores", "threads"), [
@@ -148,8 +177,7 @@ def test_threads_auto_through_the_pettingzoo_adapter():
     env.reset(seed=0)
     info = env.runtime.stpa
     assert info is not None and env.runtime.threads == info["threads"]
-    assert info["threads"] == threads_for(info["predicted"], int(info["static"]["cores"]),
-                                          cap=info["cap"])
+    assert 1 <= info["threads"] <= info["cap"]
     env.close()
 
 
