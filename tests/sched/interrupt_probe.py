@@ -61,7 +61,7 @@ STEPS = 3  # steps of the episode compared with serial
 #: Seconds one injection (build, warm-up, operation, recovery, close) may take before the
 #: child dumps every thread's stack and exits: a hang.
 INJECTION_TIMEOUT = 20.0
-DROP_TIMEOUT = 45.0  # seconds the drop check may take, interpreter exit included
+DROP_TIMEOUT = 20.0  # seconds the drop check may take, interpreter exit included
 THREAD_WAIT = 1.0  # seconds for a closed or dropped runtime's threads to end (it joins them)
 
 
@@ -385,10 +385,11 @@ class FailsAtStep1(RandomModel):
         super().on_act(ctx, event)
 
 
-def drop_child(kind: str, how: str, drops: int = 20) -> int:
-    """Build ``kind`` on :class:`FailsAtStep1`, fail a step, drop the runtime; with the
-    collector disabled, the thread count must be back to its baseline soon after each
-    drop. Prints ``drop ok`` or ``drop FAIL reason``."""
+def drop_child(kind: str, how: str, drops: int = 10) -> int:
+    """``drops`` times: build ``kind`` on :class:`FailsAtStep1`, fail a step, drop the
+    runtime. With the collector disabled, the thread count must then be back to its
+    baseline within :data:`THREAD_WAIT`, and the process must exit. Prints ``drop ok`` or
+    ``drop FAIL reason``."""
     import gc
 
     expected = {"error": seer.HandlerError, "interrupt": KeyboardInterrupt}[how]
@@ -397,7 +398,7 @@ def drop_child(kind: str, how: str, drops: int = 20) -> int:
     baseline = _live_threads()
     gc.disable()
     try:
-        for i in range(drops):
+        for _ in range(drops):
             model = FailsAtStep1(how)
             model.serial = kind == "serial"
             rt = seer.make_runtime(model, kind, threads=3)
@@ -411,8 +412,8 @@ def drop_child(kind: str, how: str, drops: int = 20) -> int:
                 print(f"drop FAIL no {expected.__name__} from the failing step", flush=True)
                 return 1
             del rt, model
-            wait_for_threads(baseline, f"after dropping {i + 1} failed runtime(s) without "
-                                       f"the collector")
+        wait_for_threads(baseline, f"after dropping {drops} failed runtimes without the "
+                                   f"collector")
     except ProbeFailure as exc:
         print(f"drop FAIL {exc}", flush=True)
         return 1
