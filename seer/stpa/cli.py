@@ -112,16 +112,48 @@ def _evaluate(args: argparse.Namespace) -> int:
     for pair, rep in machines.items():
         _table(f"held-out machine, trained {pair}:", rep["methods"])
         print(f"checks: {rep['checks']}")
+    over = _over_seeds(data, args, held, machines) if args.seeds > 1 else {}
     report = {"command": "seer stpa evaluate " + " ".join(shlex.quote(a)
                                                          for a in sys.argv[3:]),
               "datasets": [str(p) for p in paths], "rows": len(data["labels"]),
               "held_out_configurations": held, "held_out_machines": machines,
+              **({"over_seeds": over} if over else {}),
               "seconds": time.perf_counter() - started}
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1))
         print(f"report in {args.out}")
     return 0
+
+
+def _over_seeds(data: dict[str, np.ndarray], args: argparse.Namespace,
+                held: dict[str, Any], machines: dict[str, Any]) -> dict[str, Any]:
+    """Mean regret of every method over ``args.seeds`` seeds (folds, encoder and trees
+    seeded alike; the first is the run above), per machine and per held-out machine."""
+    from seer.stpa.train import evaluate, evaluate_machines
+
+    def regrets(h: dict[str, Any], m: dict[str, Any]) -> dict[str, dict[str, float]]:
+        out = {name: {k: v.get("regret_mean", float("nan")) for k, v in methods.items()}
+               for name, methods in h["machines"].items()}
+        out.update({pair: {k: v.get("regret_mean", float("nan"))
+                           for k, v in rep["methods"].items()} for pair, rep in m.items()})
+        return out
+
+    runs = [regrets(held, machines)]
+    for seed in range(args.seed + 1, args.seed + args.seeds):
+        h = evaluate(data, folds=args.folds, seed=seed, epochs=args.epochs, steps=args.steps,
+                     target=args.target)
+        m = evaluate_machines(data, seed=seed, epochs=args.epochs, steps=args.steps,
+                              target=args.target) if not args.no_machines else {}
+        runs.append(regrets(h, m))
+    over: dict[str, Any] = {"seeds": list(range(args.seed, args.seed + args.seeds))}
+    for name in runs[0]:
+        over[name] = {k: {"regret_mean": [r[name][k] for r in runs],
+                          "mean": float(np.mean([r[name][k] for r in runs]))}
+                      for k in runs[0][name]}
+        print(f"over seeds {over['seeds'][0]}..{over['seeds'][-1]}, {name}: " + ", ".join(
+            f"{k} {v['mean']:.3f}" for k, v in over[name].items() if np.isfinite(v["mean"])))
+    return over
 
 
 def reference_configurations() -> list[Any]:
@@ -262,6 +294,9 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--seed", type=non_negative_int, default=0)
     e.add_argument("--steps", type=positive_int, default=None)
     e.add_argument("--target", choices=TARGETS, default=DEFAULT_TARGET)
+    e.add_argument("--seeds", type=positive_int, default=1,
+                   help="also report each method's mean regret over this many seeds "
+                        "(--seed, --seed + 1, ...)")
     e.add_argument("--no-machines", action="store_true",
                    help="skip the held-out-machine evaluation")
     e.add_argument("--out", default="", help="write the report as JSON")
