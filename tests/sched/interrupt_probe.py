@@ -218,7 +218,9 @@ class Injector:
 
 
 def where(path: str, line: int) -> str:
-    return f"{os.path.relpath(path, ROOT)}:{line}"
+    """``path:line``, relative to the repository (outside it: the file's name only)."""
+    inside = path.startswith(ROOT + os.sep)
+    return f"{os.path.relpath(path, ROOT) if inside else os.path.basename(path)}:{line}"
 
 
 # -- one injection -------------------------------------------------------------------------
@@ -440,6 +442,19 @@ def _from_operation(exc: BaseException | None) -> str | None:
     return None
 
 
+def _innermost(exc: BaseException) -> str:
+    """file:line of the innermost frame of ``exc``'s traceback, and of the innermost
+    ``seer`` frame when that is not the same (``signal.py:58<seer/interrupts.py:107``)."""
+    tb, inner, inner_seer = exc.__traceback__, "?", ""
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        inner = where(path, tb.tb_lineno)
+        if path.startswith(SEER_DIR):
+            inner_seer = inner
+        tb = tb.tb_next
+    return inner if inner == inner_seer or not inner_seer else f"{inner}<{inner_seer}"
+
+
 def _interruptible(call: Any, *args: Any) -> Any:
     """``call(*args)`` with SIGINT's default handler; outside such calls the storm child
     ignores SIGINT, so that its own bookkeeping is never interrupted and every
@@ -468,10 +483,13 @@ def storm_child(kind: str) -> int:
     counts = {"interrupts": 0, "from_step": 0, "from_reset": 0, "outside": 0,
               "unrefused": 0, "episodes": 0, "steps": 0}
     needs_check: str | None = None
+    origin = ""
+    unrefused_at: set[str] = set()  # where those KeyboardInterrupts were raised
     print("storm ready", flush=True)
 
     def summary() -> str:
-        return " ".join(f"{k}={v}" for k, v in counts.items())
+        where_from = f" unrefused_at={','.join(sorted(unrefused_at))}" if unrefused_at else ""
+        return " ".join(f"{k}={v}" for k, v in counts.items()) + where_from
 
     try:
         while not stop.is_set():
@@ -484,6 +502,7 @@ def storm_child(kind: str) -> int:
                         if "ran without reset()" not in str(exc):
                             raise
                         counts["unrefused"] += 1
+                        unrefused_at.add(origin)
                 got = _digest(_interruptible(rt.reset, SEED))
                 if got != ref.results[0]:
                     raise ProbeFailure("reset() result differs from serial")
@@ -499,7 +518,7 @@ def storm_child(kind: str) -> int:
                 counts["interrupts"] += 1
                 op = _from_operation(exc)
                 counts[f"from_{op}" if op else "outside"] += 1
-                needs_check = op
+                needs_check, origin = op, _innermost(exc)
             except Exception as exc:
                 if isinstance(exc, ProbeFailure):
                     raise

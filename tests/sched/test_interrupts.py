@@ -23,7 +23,7 @@ ROOT = probe.ROOT
 #: The default tier injects at every DEFAULT_SHARDS-th distinct line of step() and
 #: reset() (every CLOSE_SHARDS-th of close()'s few); the slow tier at every distinct line
 #: and at a stride of K over the whole operation.
-DEFAULT_SHARDS = 24
+DEFAULT_SHARDS = 32
 CLOSE_SHARDS = 4
 #: The default tier stops a sweep after this many failures (each may wait for threads).
 DEFAULT_MAX_FAILURES = 3
@@ -154,7 +154,7 @@ def test_the_probe_finds_a_broken_promise():
 XFAIL_STORM: dict[str, str] = {
     kind: "a KeyboardInterrupt out of step()/reset() sometimes leaves step() running "
           "without reset()" for kind in KINDS}
-STORM_SECONDS = 1.5
+STORM_SECONDS = 1.0
 
 
 def _storm_params() -> list:
