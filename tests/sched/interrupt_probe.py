@@ -21,9 +21,10 @@ Usage (each prints one ``result`` line per injection and exits 0 only if all pas
 KIND is a runtime name of :data:`seer.sched.RUNTIMES` or ``all``; OPERATION is ``step``,
 ``reset``, ``close`` or ``all``. A *line event* is one ``sys.settrace`` line event on the
 main thread in a file of the ``seer`` package during OPERATION; at the chosen one the
-tracer calls ``signal.raise_signal(SIGINT)``, so the SIGINT handler in force at that moment
-decides what happens, as with a real Ctrl-C. ``lines`` injects at the first occurrence of
-every distinct (file, line) that a dry run met (shard I of N: every N-th of them).
+tracer runs the SIGINT handler in force at that moment with the traced frame
+(:func:`deliver_sigint`), so that handler decides what happens, as with a real Ctrl-C.
+``lines`` injects at the first occurrence of every distinct (file, line) that a dry run
+met (shard I of N: every N-th of them).
 
 The storm child steps a tiny model while its parent sends SIGINT every 1-20 ms; it
 recovers by the rule above after each KeyboardInterrupt, compares every finished step with
@@ -111,20 +112,21 @@ class Reference:
         return ref
 
 
-def _live_threads() -> int:
-    return threading.active_count()
+def _live_threads() -> frozenset[threading.Thread]:
+    return frozenset(threading.enumerate())
 
 
-def wait_for_threads(baseline: int, what: str) -> None:
-    """Raise :class:`ProbeFailure` unless the thread count is back to ``baseline`` soon."""
+def wait_for_threads(baseline: frozenset[threading.Thread], what: str) -> None:
+    """Raise :class:`ProbeFailure` unless every thread started since ``baseline`` has
+    ended soon."""
     deadline = time.monotonic() + THREAD_WAIT
-    while _live_threads() > baseline and time.monotonic() < deadline:
+    while _live_threads() - baseline and time.monotonic() < deadline:
         time.sleep(0.005)
-    if _live_threads() > baseline:
-        names = sorted(t.name for t in threading.enumerate()
-                       if t is not threading.main_thread())
-        raise ProbeFailure(f"leaked threads {what}: {_live_threads()} alive, baseline "
-                           f"{baseline} ({', '.join(names)[:300]})")
+    new = _live_threads() - baseline
+    if new:
+        names = sorted(t.name for t in new)
+        raise ProbeFailure(f"leaked threads {what}: {len(new)} still alive "
+                           f"({', '.join(names)[:300]})")
 
 
 def _check_message(exc: BaseException, during: str) -> None:
@@ -213,8 +215,20 @@ class Injector:
             self.fired = (self.count, *key)
             # os.write: no Python frame, so a hang right after still shows where it fired
             os.write(1, f"fired {self.count} {where(*key)}\n".encode())
-            signal.raise_signal(signal.SIGINT)  # the handler in force decides
+            deliver_sigint(frame)
         return self._line
+
+
+def deliver_sigint(frame: Any) -> None:
+    """What a Ctrl-C landing at ``frame``'s current line does: the SIGINT handler in force
+    runs with that frame. (``signal.raise_signal`` would run it at once, but with the
+    tracer's own frame, which lies outside ``seer``: a handler that asks where the signal
+    landed would be told the wrong place.)"""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signal.SIGINT)  # the process dies of SIGINT, as it would
 
 
 def where(path: str, line: int) -> str:
@@ -419,7 +433,7 @@ def drop_child(kind: str, how: str, drops: int = 10) -> int:
     except ProbeFailure as exc:
         print(f"drop FAIL {exc}", flush=True)
         return 1
-    print(f"drop ok {drops} drops, {_live_threads()} thread(s)", flush=True)
+    print(f"drop ok {drops} drops, {threading.active_count()} thread(s)", flush=True)
     return 0
 
 

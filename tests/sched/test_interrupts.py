@@ -76,14 +76,16 @@ def check_sweep(args: list[str], timeout: float) -> int:
 
 
 # -- what fails on today's code (issue 33); the marks come off as the fixes land ----------
-_FIRST_LINE = ("a KeyboardInterrupt at the first line of {op}() (before the operation's "
-               "guard exists) leaves step() running without reset()")
+_FIRST_LINE = ("a KeyboardInterrupt between {op}()'s first line and interrupts.enter's "
+               "_guards.append leaves step() running without reset()")
 XFAIL_INJECTION: dict[tuple[str, str], str] = {
     **{(kind, "step"): _FIRST_LINE.format(op="step") for kind in KINDS},
     **{(kind, "reset"): _FIRST_LINE.format(op="reset") for kind in KINDS},
-    **{(kind, "close"): "an interrupted close() leaves the worker threads running"
+    **{(kind, "close"): "a KeyboardInterrupt before close()'s guard is pushed leaves the "
+                         "runtime open and its threads running"
        for kind in KINDS if kind != "serial"},
-    ("serial", "close"): "an interrupted close() leaves the runtime open",
+    ("serial", "close"): "a KeyboardInterrupt before close()'s guard is pushed leaves the "
+                         "runtime open",
 }
 
 
@@ -152,8 +154,9 @@ def test_the_probe_finds_a_broken_promise():
 # -- storms -------------------------------------------------------------------------------
 #: Storms are not deterministic: these marks are not strict (a storm may miss the window).
 XFAIL_STORM: dict[str, str] = {
-    kind: "a KeyboardInterrupt out of step()/reset() sometimes leaves step() running "
-          "without reset()" for kind in KINDS}
+    kind: "a KeyboardInterrupt out of step()/reset() while the handler is installed but "
+          "no guard is pushed sometimes leaves step() running without reset()"
+    for kind in KINDS}
 STORM_SECONDS = 1.0
 
 
