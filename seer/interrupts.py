@@ -28,6 +28,7 @@ main thread only, so an operation on another thread needs no guard.
 
 from __future__ import annotations
 
+import _signal
 import os
 import signal
 import sysconfig
@@ -103,7 +104,7 @@ def in_model_code(frame: FrameType | None) -> bool:
 
 def _handler(signum: int, frame: FrameType | None) -> None:
     """The SIGINT handler while an operation runs (see the module docstring)."""
-    if not _guards:  # installed but no operation running: behave as the default
+    if not _guards:  # installed, no guard pushed yet or any more: behave as the default
         raise KeyboardInterrupt
     guard = _guards[-1]
     guard.hits += 1
@@ -161,8 +162,17 @@ def _drop(guard: Guard) -> None:
     if guard not in _guards:
         return
     index = _guards.index(guard)
-    if index == 0:  # one line: the guard goes and the handler is back, with no line between
-        _guards.clear() or signal.signal(signal.SIGINT, guard.previous)
+    if index == 0:
+        # One line: the guard goes and the handler is back with no line between, and a
+        # Ctrl-C raised on it (by either handler) is still this operation's: the runtime
+        # is marked. _signal.signal, not signal.signal, whose Python wrapper would run
+        # lines of its own after the restore.
+        try:
+            _guards.clear() or _signal.signal(signal.SIGINT, guard.previous)
+        except KeyboardInterrupt:
+            if guard.on_raise is not None:
+                guard.on_raise()
+            raise
     else:
         del _guards[index:]
 

@@ -400,8 +400,16 @@ class WorkerPool:
         return self._pending
 
     def close(self) -> None:
-        """Stop and join every worker. Idempotent; safe at interpreter exit."""
+        """Stop and join every worker. Idempotent; safe at interpreter exit.
+
+        Called on one of the pool's own workers (the runtime's finaliser runs on the
+        thread that drops its last reference, which can be a worker settling reference
+        counts inside ``with cond``), it hands the closing to a new thread: taking the
+        condition's lock there, or joining the others while holding it, would deadlock."""
         if self._closed:
+            return
+        if threading.current_thread() in self._threads:
+            threading.Thread(target=self.close, name=f"{self.name}-close", daemon=True).start()
             return
         with self._cond:
             self._closed = True

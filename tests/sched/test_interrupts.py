@@ -7,6 +7,7 @@ child is killed. The rule the children check is in the probe's docstring.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -30,12 +31,15 @@ DEFAULT_MAX_FAILURES = 3
 SLOW_K_INJECTIONS = 300  # about this many K per operation in the slow K sweep
 
 
-def run_probe(args: list[str], timeout: float) -> tuple[int, str, str]:
-    """Run the probe with ``args``; a child still running after ``timeout`` seconds
-    hung: it is killed and the test fails with its last lines."""
+def run_probe(args: list[str], timeout: float,
+              env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run the probe with ``args`` (and ``env`` added to the environment); a child still
+    running after ``timeout`` seconds hung: it is killed and the test fails with its last
+    lines."""
     try:
         done = subprocess.run([sys.executable, "-m", "tests.sched.interrupt_probe", *args],
-                              cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+                              cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"").decode(errors="replace") if isinstance(
             exc.stdout, bytes) else (exc.stdout or "")
@@ -75,34 +79,12 @@ def check_sweep(args: list[str], timeout: float) -> int:
     return sum(1 for line in lines if line.startswith("result ") and " OK " in line)
 
 
-# -- what fails on today's code (issue 33); the marks come off as the fixes land ----------
-_FIRST_LINE = ("a KeyboardInterrupt between {op}()'s first line and interrupts.enter's "
-               "_guards.append leaves step() running without reset()")
-XFAIL_INJECTION: dict[tuple[str, str], str] = {
-    **{(kind, "step"): _FIRST_LINE.format(op="step") for kind in KINDS},
-    **{(kind, "reset"): _FIRST_LINE.format(op="reset") for kind in KINDS},
-    **{(kind, "close"): "a KeyboardInterrupt before close()'s guard is pushed leaves the "
-                         "runtime open and its threads running"
-       for kind in KINDS if kind != "serial"},
-    ("serial", "close"): "a KeyboardInterrupt before close()'s guard is pushed leaves the "
-                         "runtime open",
-}
-
-
-def _injection_params(shards: int | None) -> list:
-    params = []
-    for kind in KINDS:
-        for op in OPERATIONS:
-            marks = []
-            if (kind, op) in XFAIL_INJECTION:
-                marks.append(pytest.mark.xfail(strict=True,
-                                               reason=f"issue 33: {XFAIL_INJECTION[kind, op]}"))
-            params.append(pytest.param(kind, op, marks=marks, id=f"{kind}-{op}"))
-    return params
+def _injection_params() -> list:
+    return [pytest.param(kind, op, id=f"{kind}-{op}") for kind in KINDS for op in OPERATIONS]
 
 
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize(("kind", "op"), _injection_params(DEFAULT_SHARDS))
+@pytest.mark.parametrize(("kind", "op"), _injection_params())
 def test_a_ctrl_c_at_a_sample_of_lines_never_wedges_the_runtime(kind, op):
     shards = CLOSE_SHARDS if op == "close" else DEFAULT_SHARDS
     assert check_sweep([kind, op, f"lines:0/{shards}", "--max-failures",
@@ -111,14 +93,14 @@ def test_a_ctrl_c_at_a_sample_of_lines_never_wedges_the_runtime(kind, op):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize(("kind", "op"), _injection_params(None))
+@pytest.mark.parametrize(("kind", "op"), _injection_params())
 def test_a_ctrl_c_at_every_line_never_wedges_the_runtime(kind, op):
     assert check_sweep([kind, op, "lines"], timeout=800) > 0
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize(("kind", "op"), _injection_params(None))
+@pytest.mark.parametrize(("kind", "op"), _injection_params())
 def test_a_ctrl_c_at_a_stride_of_line_events_never_wedges_the_runtime(kind, op):
     rc, out, err = run_probe([kind, op, "count"], timeout=120)
     assert rc == 0, err
@@ -141,29 +123,19 @@ def test_the_probe_counts_line_events_and_refuses_bad_arguments():
 
 
 def test_the_probe_finds_a_broken_promise():
-    """The probe can fail: serial's step() at its first line (before anything changes)
-    raises KeyboardInterrupt, and the rule then wants the next step() refused."""
-    rc, out, _ = run_probe(["serial", "step", "1"], timeout=60)
-    result = next(line for line in out.splitlines() if line.startswith("result "))
-    if rc == 0:
-        assert " OK K=1 at seer/runtime.py:" in result
-    else:
-        assert "FAIL step() after KeyboardInterrupt from step() ran without reset()" in result
+    """The probe can fail: with the guard switched off (``SEER_PROBE_UNGUARDED=1``: Python's
+    own handler throughout, as before seer.interrupts), a Ctrl-C at the release of the
+    operation lock wedges serial's step(), and the sweep says so."""
+    rc, out, _ = run_probe(["serial", "step", "lines", "--max-failures", "1"], timeout=120,
+                           env={"SEER_PROBE_UNGUARDED": "1"})
+    assert rc != 0
+    failures = [line for line in out.splitlines() if line.startswith("result ") and " FAIL "
+                in line]
+    assert failures and "wedged" in failures[0], out[-1500:]
 
 
 # -- storms -------------------------------------------------------------------------------
-#: Storms are not deterministic: these marks are not strict (a storm may miss the window).
-XFAIL_STORM: dict[str, str] = {
-    kind: "a KeyboardInterrupt out of step()/reset() while the handler is installed but "
-          "no guard is pushed sometimes leaves step() running without reset()"
-    for kind in KINDS}
 STORM_SECONDS = 1.0
-
-
-def _storm_params() -> list:
-    return [pytest.param(kind, id=kind, marks=[pytest.mark.xfail(
-                strict=False, reason=f"issue 33: {XFAIL_STORM[kind]}")]
-            if kind in XFAIL_STORM else []) for kind in KINDS]
 
 
 def check_storm(kind: str, seconds: float) -> None:
@@ -176,31 +148,22 @@ def check_storm(kind: str, seconds: float) -> None:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("kind", _storm_params())
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_short_sigint_storm_never_wedges_or_hangs(kind):
     check_storm(kind, STORM_SECONDS)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("kind", _storm_params())
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_longer_sigint_storm_never_wedges_or_hangs(kind):
     check_storm(kind, 15.0)
 
 
 # -- drops after a failure ----------------------------------------------------------------
-#: Timing decides which thread drops the last reference: these marks are not strict.
-XFAIL_DROP: dict[tuple[str, str], str] = {
-    (kind, "error"): "a failed runtime's threads outlive it, or its finalizer deadlocks "
-                     "(pool.close on a worker inside `with cond`)"
-    for kind in KINDS if kind not in ("serial", "executor")}
-
-
 def _drop_params() -> list:
-    return [pytest.param(kind, how, id=f"{kind}-{how}", marks=[pytest.mark.xfail(
-                strict=False, reason=f"issue 33: {XFAIL_DROP[kind, how]}")]
-            if (kind, how) in XFAIL_DROP else [])
-            for kind in KINDS for how in ("error", "interrupt")]
+    return [pytest.param(kind, how, id=f"{kind}-{how}") for kind in KINDS
+            for how in ("error", "interrupt")]
 
 
 @pytest.mark.timeout(120)
