@@ -24,6 +24,7 @@ from seer.errors import event_of
 from seer.events import Event
 from seer.model import Model
 from seer.sched.calendar import CalendarBatch
+from seer.sched.pool import GRACE_S
 from seer.sched.windows import WindowedRuntime
 
 __all__ = ["ExecutorRuntime"]
@@ -177,12 +178,18 @@ class ExecutorRuntime(WindowedRuntime):
     def _wait_chunks(self, futures: list) -> None:
         """Wait for every chunk of the window; Ctrl-C never leaves a chunk running unless
         the user insists. On the main thread of an operation Ctrl-C is recorded
-        (:mod:`seer.interrupts`), so the wait polls the guard; elsewhere it catches the
-        KeyboardInterrupt and waits again, and a second one gives up."""
+        (:mod:`seer.interrupts`), so the wait polls the guard (giving up at the second
+        Ctrl-C once the chunks have had ``GRACE_S`` to stop, as the pool does); elsewhere
+        it catches the KeyboardInterrupt and waits again, and a second one gives up."""
         guard = interrupts.current()
         if guard is not None:
+            asked_at = 0.0  # when this wait first saw a Ctrl-C
             while wait(futures, timeout=0.05).not_done:
-                if guard.hits >= self._give_up_after:
+                if not guard.hits:
+                    continue
+                now = time.monotonic()
+                asked_at = asked_at or now
+                if guard.hits >= self._give_up_after and now - asked_at >= GRACE_S:
                     self._abort = True
                     for f in futures:
                         f.cancel()

@@ -91,6 +91,10 @@ class WorkerStats:
 
 _live_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 
+#: Seconds a wait gives workers to come back after the first Ctrl-C before a later one
+#: may give up on them (see :meth:`WorkerPool._wait_all`).
+GRACE_S = 1.0
+
 
 def _error_order(item: tuple[int, BaseException]) -> tuple:
     """Which of several errors ``run`` re-raises: one tagged by a runtime with the event
@@ -333,7 +337,10 @@ class WorkerPool:
 
         On the main thread of a runtime operation, Ctrl-C never raises in here (it is
         recorded: :mod:`seer.interrupts`), so the wait polls the guard's count every
-        50 ms and gives up at ``give_up_after`` Ctrl-Cs. Elsewhere (the program's own
+        50 ms and gives up at ``give_up_after`` Ctrl-Cs once the workers have had
+        :data:`GRACE_S` to stop since the first (a loaded machine can keep a worker that
+        is about to finish away for a while; only one that does not come back is stuck).
+        Elsewhere (the program's own
         SIGINT handler, or another thread) it counts the KeyboardInterrupts it catches.
         If the caller was interrupted before it published the task, there is nothing to
         wait for."""
@@ -341,6 +348,7 @@ class WorkerPool:
         guard = interrupts.current()
         interrupted: BaseException | None = None
         interrupts_seen = 0
+        asked_at = 0.0  # when this wait first saw a Ctrl-C (the workers were asked to stop)
         spin_until = time.perf_counter_ns() + self._spin
         while True:
             try:
@@ -353,9 +361,12 @@ class WorkerPool:
                         # notifying must not leave a parked worker unaware of the task.
                         cond.notify_all()
                         cond.wait(0.05)
-                        if guard is not None and guard.hits >= give_up_after:
-                            insisted = True
-                            break
+                        if guard is not None and guard.hits:
+                            now = time.monotonic()
+                            asked_at = asked_at or now
+                            if guard.hits >= give_up_after and now - asked_at >= GRACE_S:
+                                insisted = True
+                                break
                 if insisted:
                     if abort is not None:
                         abort()
