@@ -24,7 +24,7 @@ __all__ = ["GOALS_FILE", "Results", "also_measured", "break_even", "goal_rows", 
 
 GOALS_FILE = Path(__file__).with_name("goals.toml")
 #: the STPA methods that are not baselines
-NOT_BASELINES = ("stpa", "oracle")
+NOT_BASELINES = ("stpa", "stpa-uncapped", "oracle")  # the model, itself uncapped, the bound
 
 
 def load_goals(path: Path = GOALS_FILE) -> list[dict[str, Any]]:
@@ -41,7 +41,7 @@ def load_goals(path: Path = GOALS_FILE) -> list[dict[str, Any]]:
 class Results:
     """Every result file a report reads, each None where it was not measured: ``parts``
     (pyperf, by name), ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``,
-    ``pursuit`` and ``manycore`` (:func:`bench.manycore.load_results`)."""
+    ``pursuit``, ``mpe`` and ``manycore`` (:func:`bench.manycore.load_results`)."""
 
     def __init__(self, z: Sizes, parts: dict[str, Part], **once: dict | None) -> None:
         self.z, self.parts = z, parts
@@ -119,12 +119,40 @@ def _stpa(r: Results, g: dict) -> Reading | None:
         models = stpa["preflight"]["models"]
         worst = max(models, key=lambda m: m["fraction"])
         return worst["fraction"], worst["model"]
-    methods = stpa["evaluation"]["methods"]
-    mine = methods["stpa"]["regret_mean"]
-    base = {k: v["regret_mean"] for k, v in methods.items() if k not in NOT_BASELINES}
-    best = max(base, key=base.__getitem__)
-    # the goal is two-fold: the target, and ahead of every baseline
-    return mine, f"best baseline {best} {100 * base[best]:.1f} %", mine > base[best]
+    # the goal is two-fold, on every machine: the target, and ahead of every baseline
+    worst, details, ahead = 1.0, [], True
+    for machine, methods in _stpa_machines(stpa).items():
+        mine = methods["stpa"]["regret_mean"]
+        base = {k: v["regret_mean"] for k, v in methods.items() if k not in NOT_BASELINES}
+        best = max(base, key=base.__getitem__)
+        worst, ahead = min(worst, mine), ahead and mine > base[best]
+        details.append(f"{machine} {mine:.3f}, best baseline {best} {base[best]:.3f}")
+    return worst, "; ".join(details), ahead
+
+
+def _stpa_machines(stpa: dict) -> dict[str, dict]:
+    """Held-out configurations' methods per machine (one entry when the report has no
+    per-machine breakdown)."""
+    report = stpa["evaluation"]
+    return report.get("machines") or {"all": report["methods"]}
+
+
+def stpa_table(stpa: dict) -> list[str]:
+    """STPA against its baselines per machine and per held-out machine: mean regret
+    (worst) and MAE in threads."""
+    report = stpa["evaluation"]
+    columns = {**{f"{m} held-out configurations": v for m, v in _stpa_machines(stpa).items()},
+               **{f"{pair} (held-out machine)": v["methods"]
+                  for pair, v in report.get("held_out_machines", {}).items()}}
+    methods = list(dict.fromkeys(k for v in columns.values() for k in v))
+    def cell(m: dict | None) -> str:
+        if not m or "regret_mean" not in m:
+            return "-"
+        mae = f", MAE {m['mae_threads']:.1f}" if "mae_threads" in m else ""
+        return f"{m['regret_mean']:.3f} ({m.get('regret_worst', math.nan):.2f}){mae}"
+
+    rows = [[k, *(cell(v.get(k)) for v in columns.values())] for k in methods]
+    return table(["method", *columns], rows)
 
 
 def _memory(r: Results, g: dict) -> Reading | None:
@@ -364,11 +392,15 @@ def also_measured(r: Results) -> list[str]:
     """One line per once-run study that ``r`` holds (what each study prints when it ends)."""
     out = []
     if r.stpa is not None:
-        m = r.stpa["evaluation"]["methods"]["stpa"]
-        out.append(f"- **STPA** (`threads=\"auto\"`, `python -m bench.stpa`): its choice "
-                   f"reaches {100 * m['regret_mean']:.1f} % of the best thread count's "
-                   f"throughput on held-out configurations (worst {100 * m['regret_worst']:.1f}"
-                   " %); [figure](figures/stpa_choices.png).")
+        costs = ", ".join(f"{m['model']} {100 * m['fraction']:.1f} %"
+                          for m in r.stpa["preflight"]["models"])
+        out += [f"- **STPA** (`threads=\"auto\"`, `python -m bench.stpa`): mean throughput at "
+                "its choice over the best count's on held-out configurations (worst in "
+                "brackets) and MAE in threads, per machine and trained on one machine, "
+                "tested on the other; preflight cost, share of a "
+                f"{r.stpa['preflight']['episode_steps']}-step "
+                f"episode: {costs}; [figure](figures/stpa_choices.png).", "",
+                *stpa_table(r.stpa), ""]
     if r.marl_loop is not None:
         for key, w in r.marl_loop["workloads"].items():
             rows = {row["label"]: row["total"] for row in w["rows"]}
@@ -390,6 +422,11 @@ def also_measured(r: Results) -> list[str]:
                    f"{sp['speedup_port_over_pettingzoo']:.0f}x PettingZoo's step on serial; "
                    f"episode statistics agree with PettingZoo's (Welch, p > 0.01): "
                    f"{'yes' if agree else 'NO'}.")
+    if r.mpe is not None:
+        from bench.mpe import summary
+
+        out.append("- **MPE spread port against whole-array numpy** (`python -m bench.mpe`; "
+                   "ms per step, the three taking turns): " + "; ".join(summary(r.mpe)) + ".")
     return ["## Also measured", "", *out, ""] if out else []
 
 

@@ -82,6 +82,7 @@ def once_parts(z: Sizes) -> dict[str, tuple[tuple[str, ...], list[str]]]:
         "memory": ((), ["bench.memory", *mode]),
         "stpa": ((), ["bench.stpa", *smoke]),
         "pursuit": (("pettingzoo",), ["bench.pursuit", *smoke]),
+        "mpe": (("pettingzoo",), ["bench.mpe", *smoke]),
         "marl_loop": (("torch", "pettingzoo"), ["bench.marl_loop", *mode]),
         "replicas": (("distributed",), ["bench.replicas", *(
             ["--uavs", "400", "--replicas", "1", "2", "--threads", "1", "2", "--steps", "40",
@@ -151,7 +152,7 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
     r = Results(z, parts, balance={k: v for k, v in balance.items() if v} or None,
                 manycore=load_manycore(manycore) if manycore.is_dir() else None,
                 **{name: once(name) for name in ("efficiency", "memory", "stpa", "pursuit",
-                                                 "marl_loop", "replicas")})
+                                                 "mpe", "marl_loop", "replicas")})
     figures.mkdir(exist_ok=True)
     drawn = draw(r, figures)
     run_file = results / "run.json"

@@ -36,7 +36,9 @@ __all__ = ["EPISODE_STEPS", "PREFLIGHT_GOAL", "REGRET_GOAL", "main", "measure_pr
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DATASET = ROOT / "seer" / "stpa" / "data" / "dataset.npz"
+#: The shipped data sets: the 2-core scans and the 16-core rows.
+DATASETS = (ROOT / "seer" / "stpa" / "data" / "dataset.npz",
+            ROOT / "seer" / "stpa" / "data" / "dataset-16core.npz")
 #: the preflight's goal: at most this fraction of a 200-step episode
 PREFLIGHT_GOAL = 0.05
 EPISODE_STEPS = 200
@@ -59,18 +61,25 @@ def subset(data: dict[str, np.ndarray], groups: int) -> dict[str, np.ndarray]:
 
 def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int | None, seed: int
                ) -> dict[str, Any]:
-    """:func:`seer.stpa.train.evaluate` (each held-out row with its regret) with a progress
-    bar, its seconds and the scans' widest thread count (the figure's axis)."""
+    """:func:`seer.stpa.train.evaluate` (each held-out row with its regret, and each
+    machine's methods) with a progress bar, then each machine held out in turn
+    (:func:`seer.stpa.train.evaluate_machines`, where the data has two machines), its
+    seconds and the scans' widest thread count (the figure's axis)."""
     from tqdm import tqdm
 
-    from seer.stpa.train import evaluate
+    from seer.stpa.train import evaluate, evaluate_machines
 
     t0 = time.perf_counter()
-    report = evaluate(data, folds=folds, seed=seed, **({"epochs": epochs} if epochs else {}),
+    extra = {"epochs": epochs} if epochs else {}
+    report = evaluate(data, folds=folds, seed=seed, **extra,
                       progress=lambda it: tqdm(it, desc="stpa evaluate", unit="fold",
                                                total=folds))
+    if len(report.get("machines", {})) > 1:
+        report["held_out_machines"] = {
+            pair: {"methods": rep["methods"]}
+            for pair, rep in evaluate_machines(data, seed=seed, **extra).items()}
     report["seconds"] = time.perf_counter() - t0
-    report.setdefault("t_max", int(data["t_max"]))
+    report.setdefault("t_max", int(np.max(data["t_range"])))  # the widest scan
     return report
 
 
@@ -175,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
                                                                   args.steps)))
         return
     from bench.markdown import Results, also_measured
-    from seer.stpa.dataset import load_dataset
+    from seer.stpa.dataset import load_rows
     from seer.stpa.train import PAPER_TABLE_1
 
     z = Sizes("smoke" if args.smoke else "full")  # its model sizes only
@@ -185,23 +194,23 @@ def main(argv: list[str] | None = None) -> None:
     repeats = args.repeats or (1 if args.smoke else 3)
     groups = args.groups or (4 if args.smoke else 0)
     started = time.time()
-    full = load_dataset(args.dataset)
+    full = load_rows(args.dataset)
     data = subset(full, groups) if groups else full
     capacity = {"before evaluation": capacity_now()}
     report = evaluation(data, folds, epochs, args.seed)
     capacity["before preflights"] = capacity_now()
     costs = _preflight_child(args, repeats, steps)
     capacity["after preflights"] = capacity_now()
-    dataset = args.dataset.resolve()
+    paths = [p.resolve() for p in args.dataset]
     result = record(
         "bench.stpa", argv, mode="smoke" if args.smoke else "default",
         minutes=(time.time() - started) / 60, capacity=capacity,
-        dataset={"path": str(dataset.relative_to(ROOT)) if dataset.is_relative_to(ROOT)
-                 else str(dataset), "rows": len(data["labels"]),
-                 "rows_in_file": len(full["labels"]),
+        dataset={"paths": [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+                           for p in paths], "rows": len(data["labels"]),
+                 "rows_in_files": len(full["labels"]),
                  "configurations": len(set(data["names"].tolist())),
                  "groups": len(set(data["groups"].tolist())),
-                 "collected": _manifest(args.dataset)},
+                 "collected": [_manifest(p) for p in paths]},
         settings={"folds": folds, "epochs": epochs, "seed": args.seed},
         paper_table_1=PAPER_TABLE_1, regret_goal=REGRET_GOAL, evaluation=report,
         preflight=costs)
@@ -216,7 +225,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="smallest configuration: 2 folds, 2 epochs, 4 groups of the "
                         "data set, tiny models, 2 steps")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "stpa.json")
-    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--dataset", type=Path, nargs="+", default=list(DATASETS))
     parser.add_argument("--folds", type=int, default=0, help="default 4 (smoke: 2)")
     parser.add_argument("--epochs", type=int, default=0,
                         help="encoder epochs (default: seer.stpa.train.evaluate's; smoke: 2)")
