@@ -19,7 +19,8 @@ from seer.errors import ModelError
 
 __all__ = ["flag", "integer", "real", "shown"]
 
-_REPR = reprlib.Repr(maxstring=60, maxother=60, maxlong=40)
+_REPR = reprlib.Repr()  # keyword arguments only from Python 3.12 (the GIL-build stage: 3.11)
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
 
 
 def shown(value: Any) -> str:
