@@ -464,7 +464,7 @@ class Stuck(seer.Model):
 
     def on_tick(self, ctx, event):
         if threading.current_thread() is not threading.main_thread():
-            say("stuck", ctx.id)
+            say("stuck", ctx.id, threading.current_thread().name)
             while True:  # a handler that never returns, on a worker thread
                 pass
         time.sleep(0.02)  # the caller is slow, so that the worker gets entities to run
@@ -552,8 +552,9 @@ def test_runtimes_dropped_after_a_failed_step_release_their_threads(runtime):
 
 @pytest.mark.timeout(120)
 def test_the_executor_peer_gives_up_on_a_stuck_chunk_at_the_second_ctrl_c():
-    """As the pooled runtimes do; its threads are not daemon threads, so the child is
-    killed once it has said what it had to say."""
+    """As the pooled runtimes do: the report names every stuck thread, its entity and
+    event, and the process exits (the executor's threads are daemon threads, and the
+    stuck ones are off concurrent.futures' exit list)."""
     import signal
     import subprocess
     import sys
@@ -561,19 +562,30 @@ def test_the_executor_peer_gives_up_on_a_stuck_chunk_at_the_second_ctrl_c():
     child = subprocess.Popen([sys.executable, "-c", STUCK_CHILD, "executor"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert child.stdout.readline().startswith("stuck")
-        time.sleep(0.3)
-        child.send_signal(signal.SIGINT)
+        first = child.stdout.readline()
+        assert first.startswith("stuck"), first + child.stderr.read()
+        time.sleep(0.3)  # let the caller reach its wait for the stuck chunks
+        child.send_signal(signal.SIGINT)  # first: ask the threads to stop (they never do)
         time.sleep(0.5)
-        child.send_signal(signal.SIGINT)
-        lines = []
-        while len(lines) < 3:  # both executor threads may report being stuck first
-            line = child.stdout.readline().strip()
-            if not line.startswith("stuck"):
-                lines.append(line)
+        child.send_signal(signal.SIGINT)  # second: give up on them
+        try:
+            out, err = child.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out, err = child.communicate()
+            pytest.fail(f"the child did not exit within 15 s of the second Ctrl-C; it "
+                        f"printed: {(first + out).strip()!r}", pytrace=False)
     finally:
-        child.kill()
-        child.wait()
-    assert lines[0] == "interrupted"
-    assert lines[1].startswith("refused: ") and "is unusable" in lines[1]
-    assert "did not come back" in lines[1] and lines[2] == "exiting"
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    lines = (first + out).splitlines()
+    stuck = [line.split() for line in lines if line.startswith("stuck")]
+    rest = [line for line in lines if not line.startswith("stuck")]
+    assert rest[0] == "interrupted", lines
+    assert rest[1].startswith("refused: ") and "is unusable" in rest[1], rest[1]
+    for _, entity, name in stuck:  # every thread that got stuck, by name and place
+        assert f"in entity {entity}'s handler of the event at t=0.5" in rest[1], rest[1]
+        assert repr(name) in rest[1], (name, rest[1])
+    assert rest[-1] == "exiting"
+    assert child.returncode == 0, err

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -179,80 +177,8 @@ def test_a_runtime_dropped_after_a_failed_step_frees_its_threads_without_the_col
                                        in err else f"; stderr: {err.strip()[-600:]}"))
 
 
-# -- the executor peer after a handler that never returns ---------------------------------
-STUCK_CHILD = r'''
-import sys, threading, time
-import numpy as np
-import seer
-
-def say(*parts):
-    sys.stdout.write(" ".join(map(str, parts)) + "\n")
-    sys.stdout.flush()
-
-never = threading.Event()  # nobody sets it: the handler never returns
-
-class Stuck(seer.Model):
-    kinds = ("tick",)
-    fields = {"x": ((), np.int64)}
-    lookahead = 1.0
-
-    def init_entity(self, ctx):
-        ctx.emit(ctx.id, 0.5, "tick")
-
-    def on_tick(self, ctx, event):
-        if threading.current_thread() is not threading.main_thread():
-            say("stuck", ctx.id, threading.current_thread().name)
-            never.wait()
-        time.sleep(0.02)
-        ctx.row.x += 1
-
-rt = seer.make_runtime(Stuck(16), sys.argv[1], threads=2)
-rt.reset(0)
-try:
-    rt.step()
-except KeyboardInterrupt:
-    say("interrupted")
-try:
-    rt.step()
-except seer.RuntimeStateError as exc:
-    say("refused:", str(exc).splitlines()[0])
-rt.close()
-say("exiting")
-'''
-
-
-@pytest.mark.timeout(120)
-def test_the_executor_peer_names_the_stuck_handler_and_the_process_exits():
-    child = subprocess.Popen([sys.executable, "-c", STUCK_CHILD, "executor"], cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = child.stdout.readline()
-        assert first.startswith("stuck"), first + child.stderr.read()
-        time.sleep(0.3)  # let the caller reach its wait for the stuck chunks
-        child.send_signal(signal.SIGINT)  # first: ask the threads to stop (they never do)
-        time.sleep(0.5)
-        child.send_signal(signal.SIGINT)  # second: give up on them
-        try:
-            out, err = child.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            out, err = child.communicate()
-            pytest.fail(f"the child did not exit within 15 s of the second Ctrl-C; it "
-                        f"printed: {(first + out).strip()!r}", pytrace=False)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    lines = (first + out).splitlines()
-    stuck = [line.split() for line in lines if line.startswith("stuck")]
-    rest = [line for line in lines if not line.startswith("stuck")]
-    assert rest[0] == "interrupted", lines
-    assert rest[1].startswith("refused: ") and "is unusable" in rest[1], rest[1]
-    for _, entity, name in stuck:  # every thread that got stuck, by name and place
-        assert f"in entity {entity}'s handler of the event at t=0.5" in rest[1], rest[1]
-        assert repr(name) in rest[1], (name, rest[1])
-    assert rest[-1] == "exiting"
-    assert child.returncode == 0, err
+# The executor peer after a handler that never returns: tests/sched/test_faults.py, beside
+# the pooled runtimes' test of the same.
 
 
 def test_the_storm_driver_refuses_unknown_kinds():
