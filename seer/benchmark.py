@@ -46,7 +46,7 @@ from seer.model import Model
 from seer.runtime import Runtime
 from seer.sched import make_runtime
 from seer.sched.blas import blas_cap
-from seer.specs import non_negative_int, output_file, positive_int
+from seer.specs import add_model_arguments, non_negative_int, output_file, positive_int
 
 __all__ = ["Ceiling", "Comparison", "RuntimeTimes", "capacity_now", "compare", "on_threads",
            "paired", "parse_runtime", "ratios", "runtime_label", "state_digest",
@@ -427,9 +427,7 @@ def add_subcommand(sub: Any) -> None:
         "print step time, speed-up and CPU ratio over serial (paired by round), the share "
         "of the ceiling (independent serial runs on as many threads), events per step and "
         "serial's time per event, and whether every runtime gave serial's state.")
-    p.add_argument("spec", help="the model: module:callable (mypackage.env:MyModel) or a "
-                   "registered name (seer bench --list)")
-    p.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
+    add_model_arguments(p, imports=True)
     p.add_argument("--runtimes", nargs="+", type=_runtime_arg,
                    default=["serial", "seer:1", f"seer:{cores}"],
                    help=f"kind:threads labels (default: serial seer:1 seer:{cores})")
@@ -442,9 +440,6 @@ def add_subcommand(sub: Any) -> None:
                    help="skip the independent serial runs")
     p.add_argument("--json", default="", type=output_file,
                    help="also write every measured value here")
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first (repeatable), e.g. one that registers a "
-                   "runtime of your own with seer.register_runtime")
     p.set_defaults(func=_cmd_bench)
 
 

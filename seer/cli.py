@@ -21,7 +21,7 @@ from typing import NoReturn
 import seer
 from seer.errors import ModelError
 from seer.platform import PACKAGES
-from seer.specs import non_negative_int, output_file, positive_int
+from seer.specs import add_model_arguments, non_negative_int, output_file, positive_int
 
 #: What a command raises for its user's input, not for a bug of its own: the model
 #: specs' and constructors' ModelError (a ValueError), a module named with ``--import``
@@ -182,8 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.set_defaults(func=_cmd_demo)
     p_trace = sub.add_parser("trace", help="record an execution trace (Perfetto / Chrome "
                                            "Trace Event JSON)")
-    p_trace.add_argument("spec", help="module:callable, e.g. workloads.pcs:PCS")
-    p_trace.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
+    add_model_arguments(p_trace)
     p_trace.add_argument("--runtime", default="seer")
     p_trace.add_argument("--threads", type=positive_int, default=4)
     p_trace.add_argument("--steps", type=positive_int, default=3)

@@ -179,3 +179,16 @@ def output_file(text: str) -> str:
         if os.path.isdir(text):
             raise argparse.ArgumentTypeError(f"cannot write {text!r}: it is a directory")
     return text
+
+
+def add_model_arguments(parser: Any, *, imports: bool = False) -> None:
+    """The model a command takes, as :func:`model_factory` reads it: ``spec`` and its
+    ``key=value`` words, and with ``imports`` the repeatable ``--import MODULE``."""
+    parser.add_argument("spec", help="the model: module:callable (mypackage.env:MyModel) or "
+                        "a registered name (pcs, aircraft, ...; seer bench --list)")
+    parser.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
+    if imports:
+        parser.add_argument("--import", dest="imports", action="append", default=[],
+                            metavar="MODULE", help="import MODULE first (repeatable): your "
+                            "model's, or one that registers a runtime of your own with "
+                            "seer.register_runtime")

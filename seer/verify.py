@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seer.specs import non_negative_int, positive_int
+from seer.specs import add_model_arguments, non_negative_int, positive_int
 
 __all__ = ["add_subcommand"]
 
@@ -32,9 +32,7 @@ def add_subcommand(sub: Any) -> None:
         "globals), then on each parallel runtime side by side with serial, and report the "
         "first divergence (step, field, entity, runtime) or that everything matched. Exit "
         "status 0: matched; 1: a contract broken or a divergence; 2: bad input.")
-    p.add_argument("spec", help="the model: module:callable (mypackage.env:MyModel) or a "
-                   "registered name (pcs, aircraft, ...)")
-    p.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
+    add_model_arguments(p, imports=True)
     p.add_argument("--steps", type=positive_int, default=10, help="steps per seed (default 10)")
     p.add_argument("--threads", type=positive_int, default=3,
                    help="every registered runtime at 2..THREADS threads (default 3)")
@@ -43,9 +41,6 @@ def add_subcommand(sub: Any) -> None:
     p.add_argument("--seeds", nargs="+", type=non_negative_int, default=[0],
                    help="episode seeds")
     p.add_argument("--max-events-per-step", type=positive_int, default=None)
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first (repeatable): your model's, or one that "
-                   "registers a runtime with seer.register_runtime")
     p.set_defaults(func=_cmd_verify)
 
 

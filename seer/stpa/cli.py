@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from seer.errors import ModelError
-from seer.specs import non_negative_int, positive_int
+from seer.specs import add_model_arguments, non_negative_int, positive_int
 from seer.stpa.predictor import DEFAULT_TARGET, TARGETS
 
 __all__ = ["DEFAULT_DATASETS", "add_parser", "calibrate", "reference_configurations"]
@@ -312,8 +312,6 @@ def add_parser(sub: Any) -> None:
     k.add_argument("--seed", type=non_negative_int, default=0)
     k.set_defaults(func=_one_line(_calibrate))
     d = stpa.add_parser("predict", help="preflight a model and print its thread count")
-    d.add_argument("spec", help="a registered model name (pcs, aircraft, ...) or "
-                                "module:callable")
-    d.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
+    add_model_arguments(d)
     d.add_argument("--runtime", default="seer")
     d.set_defaults(func=_one_line(_predict))
