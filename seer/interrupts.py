@@ -31,6 +31,7 @@ from __future__ import annotations
 import _signal
 import os
 import signal
+import sys
 import sysconfig
 import threading
 from collections.abc import Callable
@@ -90,14 +91,30 @@ def _libraries() -> tuple[str, ...]:
     return _library_dirs
 
 
+def _source(frame: FrameType) -> str | None:
+    """The file whose code ``frame`` runs; None for the interpreter's frozen modules.
+
+    Code made at run time has a pseudo file name (``<string>``: a dataclass's
+    ``__init__``, a namedtuple's ``__new__``); it is the code of the module whose
+    globals it runs in, so it is judged by that module's file (a module without one,
+    such as an interactive ``__main__``, is the user's)."""
+    filename = frame.f_code.co_filename
+    if not filename.startswith("<"):
+        return filename
+    if filename.startswith("<frozen"):
+        return None
+    module = sys.modules.get(frame.f_globals.get("__name__", ""))
+    return getattr(module, "__file__", None) or filename
+
+
 def in_model_code(frame: FrameType | None) -> bool:
     """Whether ``frame`` (where a signal landed) runs the model's code: the first frame
     outward that is not the standard library's or numpy's is outside the seer package."""
     libraries = _libraries()
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not (filename.startswith("<frozen") or filename.startswith(libraries)):
-            return not os.path.abspath(filename).startswith(_SEER_DIR)
+        source = _source(frame)
+        if source is not None and not source.startswith(libraries):
+            return source.startswith("<") or not os.path.abspath(source).startswith(_SEER_DIR)
         frame = frame.f_back
     return False
 

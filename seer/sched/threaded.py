@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from seer.errors import ModelError
+from seer.errors import ModelError, describe
 from seer.model import Model
 from seer.platform import warn_if_gil_enabled
 from seer.runtime import _BROKEN, Runtime, child_seed
@@ -205,7 +205,13 @@ class ThreadedRuntime(Runtime):
             if self._pool is not None and self._pool.stuck:
                 self._abandon(self._pool.stuck)
             elif self._status != _BROKEN:
-                self._restart_threads()
+                try:
+                    self._restart_threads()
+                except BaseException as restart_exc:
+                    # Threads and per-thread state may now disagree: no further step.
+                    self._break(f"its threads could not be replaced after a failed "
+                                f"operation ({type(restart_exc).__name__}: "
+                                f"{describe(restart_exc)}); build a new runtime")
             raise
 
     def _restart_threads(self) -> None:

@@ -13,6 +13,7 @@ Usage (each prints one ``result`` line per injection and exits 0 only if all pas
     python -m tests.sched.interrupt_probe KIND OPERATION A-B[:S]  # K = A, A+S, ..., B
     python -m tests.sched.interrupt_probe KIND OPERATION count    # dry run: line events
     python -m tests.sched.interrupt_probe KIND OPERATION lines[:I/N]  # every distinct line
+    python -m tests.sched.interrupt_probe KIND OPERATION recovery[:I/N]  # a second Ctrl-C
     ... KIND OPERATION SPEC --max-failures N                      # stop after N failures
     python -m tests.sched.interrupt_probe storm KIND              # storm child (see below)
     python -m tests.sched.interrupt_probe drop KIND error|interrupt  # drop after a failure
@@ -24,7 +25,11 @@ main thread in a file of the ``seer`` package during OPERATION; at the chosen on
 tracer runs the SIGINT handler in force at that moment with the traced frame
 (:func:`deliver_sigint`), so that handler decides what happens, as with a real Ctrl-C.
 ``lines`` injects at the first occurrence of every distinct (file, line) that a dry run
-met (shard I of N: every N-th of them).
+met (shard I of N: every N-th of them). ``recovery`` sends a first SIGINT at a fixed line
+of the operation (:data:`ANCHORS`) and a second at every distinct line that runs after it (the
+failed operation's recovery: stopping threads, replacing them, marking the runtime), as a
+user pressing Ctrl-C twice. Code made at run time for a ``seer`` module (a dataclass's
+``__init__``) counts as that module's.
 
 The storm child steps a tiny model while its parent sends SIGINT every 1-20 ms; it
 recovers by the rule above after each KeyboardInterrupt, compares every finished step with
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import inspect
 import os
 import random
 import signal
@@ -42,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +141,8 @@ def _check_message(exc: BaseException, during: str) -> None:
     text = str(exc).splitlines()[0] if str(exc) else repr(exc)
     if isinstance(exc, seer.RuntimeStateError) and "already running" in text:
         raise ProbeFailure(f"wedged ({during}): {text}")
-    raise ProbeFailure(f"wrong exception ({during}): {type(exc).__name__}: {text}")
+    raise ProbeFailure(f"wrong exception ({during}): {type(exc).__name__}: {text} "
+                       f"at {_innermost(exc)}")
 
 
 def run_episode(rt: seer.Runtime, ref: Reference, what: str) -> None:
@@ -189,17 +197,40 @@ def expect_reset_needed(rt: seer.Runtime, ref: Reference, op: str,
 
 
 # -- the tracer ----------------------------------------------------------------------------
+Target = int | tuple[str, int]
+
+
+def _seer_file(frame: Any) -> str | None:
+    """The ``seer`` file ``frame`` runs code of (code made at run time, such as a
+    dataclass's ``__init__``, by the module whose globals it runs in), else None."""
+    filename = frame.f_code.co_filename
+    if filename.startswith(SEER_DIR):
+        return filename
+    module = frame.f_globals.get("__name__", "")
+    if filename.startswith("<") and (module == "seer" or module.startswith("seer.")):
+        return f"{SEER_DIR}<{module}.{frame.f_code.co_qualname}>"
+    return None
+
+
 class Injector:
-    """A ``sys.settrace`` tracer of the main thread's line events in ``seer`` files.
+    """A ``sys.settrace`` tracer of the main thread's line events in ``seer`` code.
 
     ``target`` is the K (int) or the (file, line) to raise SIGINT at; None counts only,
-    recording the first K of every distinct (file, line) in ``first``."""
+    recording the first K of every distinct (file, line) in ``first``. ``then`` is a
+    second SIGINT's (file, line), at its first line event after the first SIGINT; None
+    with ``count_then`` records the first K of every distinct line after it in
+    ``after``."""
 
-    def __init__(self, target: int | tuple[str, int] | None) -> None:
+    def __init__(self, target: Target | None, then: tuple[str, int] | None = None,
+                 count_then: bool = False) -> None:
         self.target = target
+        self.then = then
+        self.count_then = count_then
         self.count = 0
         self.first: dict[tuple[str, int], int] = {}
+        self.after: dict[tuple[str, int], int] = {}
         self.fired: tuple[int, str, int] | None = None
+        self.fired_then: tuple[int, str, int] | None = None
 
     def __enter__(self) -> Injector:
         sys.settrace(self._call)
@@ -209,17 +240,24 @@ class Injector:
         sys.settrace(None)
 
     def _call(self, frame: Any, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename.startswith(SEER_DIR):
-            return self._line
-        return None
+        return self._line if _seer_file(frame) is not None else None
 
     def _line(self, frame: Any, event: str, arg: Any) -> Any:
-        if event != "line" or self.fired is not None:
+        if event != "line" or self.fired_then is not None:
+            return self._line
+        if self.fired is not None and self.then is None and not self.count_then:
             return self._line
         self.count += 1
-        key = (frame.f_code.co_filename, frame.f_lineno)
+        key = (_seer_file(frame), frame.f_lineno)
         target = self.target
-        if target is None:
+        if self.fired is not None:  # after the first SIGINT
+            if self.then is None:
+                self.after.setdefault(key, self.count)
+            elif self.then == key:
+                self.fired_then = (self.count, *key)
+                os.write(1, f"fired {self.count} {where(*key)}\n".encode())
+                deliver_sigint(frame)
+        elif target is None:
             self.first.setdefault(key, self.count)
         elif target == self.count or target == key:
             self.fired = (self.count, *key)
@@ -256,10 +294,11 @@ def _operation(rt: seer.Runtime, op: str, ref: Reference) -> Any:
     return rt.close()
 
 
-def inject(kind: str, op: str, target: int | tuple[str, int] | None,
-           ref: Reference) -> tuple[str, Injector]:
-    """One injection on a new runtime; returns ``("ok" | "miss", injector)`` (miss: the
-    target was not reached) or raises :class:`ProbeFailure`."""
+def inject(kind: str, op: str, target: Target | None, ref: Reference,
+           then: tuple[str, int] | None = None,
+           count_then: bool = False) -> tuple[str, Injector]:
+    """One injection (two with ``then``) on a new runtime; returns ``("ok" | "miss",
+    injector)`` (miss: a target was not reached) or raises :class:`ProbeFailure`."""
     baseline = _live_threads()
     model = make_model()
     rt = make_runtime(kind, model)
@@ -270,7 +309,7 @@ def inject(kind: str, op: str, target: int | tuple[str, int] | None,
             raise ProbeFailure("warm-up step differs from serial")
         interrupted = False
         before = rt.step_index
-        injector = Injector(target)
+        injector = Injector(target, then, count_then)
         try:
             with injector:
                 result = _operation(rt, op, ref)
@@ -282,7 +321,7 @@ def inject(kind: str, op: str, target: int | tuple[str, int] | None,
             raise ProbeFailure(f"KeyboardInterrupt from {op}() without any SIGINT")
         if op == "close":
             _after_close(rt, ref, baseline, interrupted)
-            return ("ok" if injector.fired else "miss"), injector
+            return _status(injector), injector
         if interrupted:
             untouched = rt.step_index == before
             expect_reset_needed(rt, ref, op,
@@ -304,7 +343,12 @@ def inject(kind: str, op: str, target: int | tuple[str, int] | None,
     except BaseException as exc:
         _check_message(exc, "close() at the end")
     wait_for_threads(baseline, "after close()")
-    return ("ok" if injector.fired else "miss"), injector
+    return _status(injector), injector
+
+
+def _status(injector: Injector) -> str:
+    missed = injector.fired is None or (injector.then and injector.fired_then is None)
+    return "miss" if missed else "ok"
 
 
 def _after_close(rt: seer.Runtime, ref: Reference, baseline: int,
@@ -335,23 +379,55 @@ def dry_run(kind: str, op: str, ref: Reference) -> Injector:
     return inject(kind, op, None, ref)[1]
 
 
-def _targets(spec: str, kind: str, op: str,
-             ref: Reference) -> list[int | tuple[str, int]]:
-    if spec.startswith("lines"):
-        shard, n_shards = 0, 1
-        if ":" in spec:
-            shard_text, _, count_text = spec[6:].partition("/")
+def _shard(spec: str, keys: dict[tuple[str, int], int]) -> list[tuple[str, int]]:
+    """Shard I of N (``name:I/N``; all without one) of ``keys`` in order of first K."""
+    shard, n_shards = 0, 1
+    if ":" in spec:
+        shard_text, _, count_text = spec.partition(":")[2].partition("/")
+        try:
             shard, n_shards = int(shard_text), int(count_text)
-            if not 0 <= shard < n_shards:
-                raise SystemExit(f"bad shard {spec!r}: need lines:I/N with 0 <= I < N")
-        lines = sorted(dry_run(kind, op, ref).first.items(), key=lambda kv: kv[1])
-        return [key for i, (key, _) in enumerate(lines) if i % n_shards == shard]
+        except ValueError:
+            shard = n_shards = -1
+        if not 0 <= shard < n_shards:
+            raise SystemExit(f"bad shard {spec!r}: need NAME:I/N with 0 <= I < N")
+    ordered = sorted(keys.items(), key=lambda kv: kv[1])
+    return [key for i, (key, _) in enumerate(ordered) if i % n_shards == shard]
+
+
+#: Where the recovery sweep's first SIGINT lands: a line of the base runtime's operation
+#: that every kind runs, just before its threads are put to work (the line event of a
+#: fixed place, not the K-th event: how many lines the main thread runs in a parallel
+#: step varies from run to run).
+ANCHORS = {"step": (seer.Runtime._step, "self._run(t_end)"),
+           "reset": (seer.Runtime._reset, "self._seed_generators(seed_seq)"),
+           "close": (seer.Runtime._close, "self._release()")}
+
+
+def _anchor(op: str) -> tuple[str, int]:
+    func, text = ANCHORS[op]
+    lines, first = inspect.getsourcelines(func)
+    return func.__code__.co_filename, first + next(
+        i for i, line in enumerate(lines) if line.strip() == text)
+
+
+def _recovery(spec: str, kind: str, op: str,
+              ref: Reference) -> tuple[tuple[str, int], list[tuple[str, int]]]:
+    """The first SIGINT's (file, line) and the second's lines (every distinct line that
+    ran after the first in a run with the first alone)."""
+    anchor = _anchor(op)
+    return anchor, _shard(spec, inject(kind, op, anchor, ref, count_then=True)[1].after)
+
+
+def _targets(spec: str, kind: str, op: str, ref: Reference) -> list[Target]:
+    if spec.startswith("lines"):
+        return list(_shard(spec, dry_run(kind, op, ref).first))
     first, _, stride = spec.partition(":")
     low, _, high = first.partition("-")
     try:
         a, b, s = int(low), int(high or low), int(stride or 1)
     except ValueError:
-        raise SystemExit(f"bad K {spec!r}: need K, A-B, A-B:S, count or lines[:I/N]") from None
+        raise SystemExit(f"bad K {spec!r}: need K, A-B, A-B:S, count, lines[:I/N] or "
+                         "recovery[:I/N]") from None
     if a < 1 or b < a or s < 1:
         raise SystemExit(f"bad K {spec!r}: need 1 <= A <= B and S >= 1")
     return list(range(a, b + 1, s))
@@ -371,12 +447,17 @@ def sweep(kind: str, op: str, spec: str, max_failures: int | None = None) -> int
               flush=True)
         return 0
     failures = 0
-    for target in _targets(spec, kind, op, ref):
-        label = _label(target)
+    if spec.startswith("recovery"):
+        first, seconds = _recovery(spec, kind, op, ref)
+        runs = [(first, second) for second in seconds]
+    else:
+        runs = [(target, None) for target in _targets(spec, kind, op, ref)]
+    for target, then in runs:
+        label = _label(target) + (f" then {_label(then)}" if then else "")
         print(f"begin {kind} {op} {label}", flush=True)
         faulthandler.dump_traceback_later(INJECTION_TIMEOUT, exit=True)
         try:
-            status, injector = inject(kind, op, target, ref)
+            status, injector = inject(kind, op, target, ref, then)
         except ProbeFailure as exc:
             failures += 1
             print(f"result {kind} {op} {label} FAIL {exc}", flush=True)
@@ -567,6 +648,7 @@ def storm_child(kind: str) -> int:
             except Exception as exc:
                 if isinstance(exc, ProbeFailure):
                     raise
+                traceback.print_exception(exc, file=sys.stderr)
                 _check_message(exc, "storm")
         # The parent has stopped signalling: one clean episode, then close.
         if needs_check is not None:
@@ -635,6 +717,9 @@ def storm(kind: str, seconds: float, min_ms: float = 1.0, max_ms: float = 20.0,
         if "Exception ignored" in err:
             ignored = next(line for line in err.splitlines() if "Exception ignored" in line)
             report += f" | stderr: {ignored.strip()}"
+        if child.returncode and "Traceback" in err:  # the wrong exception's, in full
+            report += " | " + " | ".join(line.strip() for line in
+                                         err[err.rindex("Traceback"):].splitlines())
         return StormResult(kind, sent, child.returncode, report)
     finally:
         if child.poll() is None:
@@ -695,6 +780,12 @@ def main(argv: list[str]) -> int:
 
         seer.interrupts.enter = lambda on_interrupt=None, on_raise=None: (
             seer.interrupts.Guard(on_interrupt, on_raise))
+    if os.environ.get("SEER_PROBE_BY_FILE_NAME") == "1":  # the self-check's second rule
+        import seer.interrupts
+
+        seer.interrupts._source = lambda frame: (
+            None if frame.f_code.co_filename.startswith("<frozen")
+            else frame.f_code.co_filename)
     if "--minutes" in argv:
         return storm_driver(argv)
     if len(argv) == 3 and argv[0] == "drop":

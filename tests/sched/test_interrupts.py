@@ -107,6 +107,26 @@ def test_a_ctrl_c_at_a_stride_of_line_events_never_wedges_the_runtime(kind, op):
     assert check_sweep([kind, op, f"1-{count}:{stride}"], timeout=800) > 0
 
 
+#: The default tier sends the second Ctrl-C at every RECOVERY_SHARDS-th distinct line of
+#: the recovery; the slow tier at every one.
+RECOVERY_SHARDS = 16
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize(("kind", "op"), _injection_params())
+def test_a_second_ctrl_c_during_the_recovery_never_wedges_the_runtime(kind, op):
+    shards = 1 if op == "close" else RECOVERY_SHARDS
+    assert check_sweep([kind, op, f"recovery:0/{shards}", "--max-failures",
+                        str(DEFAULT_MAX_FAILURES)], timeout=150) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("kind", "op"), _injection_params())
+def test_a_second_ctrl_c_at_every_line_of_the_recovery_never_wedges_the_runtime(kind, op):
+    assert check_sweep([kind, op, "recovery"], timeout=500) > 0
+
+
 def test_the_probe_counts_line_events_and_refuses_bad_arguments():
     rc, out, _ = run_probe(["serial", "step", "count"], timeout=60)
     assert rc == 0 and out.startswith("count serial step ")
@@ -115,7 +135,8 @@ def test_the_probe_counts_line_events_and_refuses_bad_arguments():
     for args, message in ((["nope", "step", "1"], "unknown runtime kind 'nope'"),
                           (["serial", "jump", "1"], "unknown operation 'jump'"),
                           (["serial", "step", "0"], "bad K '0'"),
-                          (["serial", "step", "lines:3/2"], "bad shard 'lines:3/2'")):
+                          (["serial", "step", "lines:3/2"], "bad shard 'lines:3/2'"),
+                          (["serial", "step", "recovery:x"], "bad shard 'recovery:x'")):
         rc, _, err = run_probe(args, timeout=60)
         assert rc != 0 and message in err, (args, err)
 
@@ -130,6 +151,20 @@ def test_the_probe_finds_a_broken_promise():
     failures = [line for line in out.splitlines() if line.startswith("result ") and " FAIL "
                 in line]
     assert failures and "wedged" in failures[0], out[-1500:]
+
+
+def test_the_probe_finds_a_ctrl_c_raised_in_generated_code_of_seer():
+    """The probe can fail on the recovery too: with Ctrl-C judged by file name only
+    (``SEER_PROBE_BY_FILE_NAME=1``: a dataclass's generated ``__init__``, file
+    ``<string>``, then looks like the model's code), a second Ctrl-C in the pool's
+    ``WorkerStats()`` while threads are replaced raises there and leaves the runtime
+    with fewer threads than it plans for, and the sweep says so."""
+    rc, out, _ = run_probe(["seer", "step", "recovery", "--max-failures", "1"],
+                           timeout=120, env={"SEER_PROBE_BY_FILE_NAME": "1"})
+    assert rc != 0
+    failures = [line for line in out.splitlines() if line.startswith("result ") and " FAIL "
+                in line]
+    assert failures and "seer.sched.pool" in failures[0], out[-1500:]
 
 
 # -- storms -------------------------------------------------------------------------------
