@@ -31,7 +31,7 @@ test: bootstrap
 	else $(MAKE) --no-print-directory test-gil; fi
 
 # The edit-loop tier (docs/testing.md): every test not marked slow, the property tests at
-# the `fast` hypothesis profile (30 examples each); 44 s on 2 idle cores. Everything
+# the `fast` hypothesis profile (30 examples each); 46 s on 2 idle cores. Everything
 # it leaves out still runs in `make test`.
 test-fast: bootstrap
 	@$(PY) -m pytest -q -m "not slow" --hypothesis-profile=fast $(PYTEST_ARGS); rc=$$?; \

@@ -70,6 +70,8 @@ SLOW = {
     "tests/stpa/test_predictor.py::test_evaluation_reports_every_method_on_a_small_dataset":
         "trains and cross-validates every STPA method (29 s)",
     "tests/sched/test_stress.py::test_ten_thousand_steps_on_four_threads": "10 000 steps (61 s)",
+    "tests/sched/test_interrupts.py": "Ctrl-C sweeps and storms in child processes sent SIGINT "
+                                      "(about 10 min)",
     "tests/sched/test_stress.py::test_keyboard_interrupt_leaves_no_worker_running":
         "Ctrl-C in every runtime (4 s)",
     "tests/sched/test_stress.py::test_handler_error_then_reset_and_a_correct_run":
