@@ -70,51 +70,72 @@ class Guard:
 #: The guards of the operations running on the main thread, innermost last (a handler
 #: may step another runtime: operations nest).
 _guards: list[Guard] = []
-_library_dirs: tuple[str, ...] = ()
+_libraries_found: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
 
 
-def _libraries() -> tuple[str, ...]:
-    """Where the code SEER calls lives: the standard library and numpy (stepped over when
-    deciding whose code a Ctrl-C landed in). Found on the first Ctrl-C."""
-    global _library_dirs
-    if not _library_dirs:
+def _libraries() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Where the code SEER calls lives, stepped over when deciding whose code a Ctrl-C
+    landed in: ``(numpy and threadpoolctl, the standard library, site-packages)``. An
+    interpreter's own site-packages may sit inside its standard library folder (a system
+    or container Python): what is installed there is not the standard library's. Found
+    on the first Ctrl-C."""
+    global _libraries_found
+    if _libraries_found is None:
         import numpy
 
         paths = sysconfig.get_paths()
-        dirs = {paths["stdlib"], paths["platstdlib"], os.path.dirname(numpy.__file__)}
+        called = {os.path.dirname(numpy.__file__)}
         try:
             import threadpoolctl  # the BLAS cap's
-            dirs.add(threadpoolctl.__file__)
+            called.add(threadpoolctl.__file__)
         except ImportError:
             pass
-        _library_dirs = tuple(os.path.abspath(d) for d in dirs)
-    return _library_dirs
+
+        def dirs(paths: set[str]) -> tuple[str, ...]:  # a folder ends in "/": no sibling
+            return tuple(os.path.join(os.path.abspath(d), "") if os.path.isdir(d)
+                         else os.path.abspath(d) for d in paths)
+
+        _libraries_found = (dirs(called), dirs({paths["stdlib"], paths["platstdlib"]}),
+                            dirs({paths["purelib"], paths["platlib"]}))
+    return _libraries_found
 
 
-def _source(frame: FrameType) -> str | None:
-    """The file whose code ``frame`` runs; None for the interpreter's frozen modules.
+def _whose(frame: FrameType) -> str | None:
+    """``"seer"`` or ``"model"`` for the code ``frame`` runs; None for a library's (the
+    standard library, numpy) or code made at run time for no module (a namedtuple's
+    ``__new__``): its caller decides.
 
-    Code made at run time has a pseudo file name (``<string>``: a dataclass's
-    ``__init__``, a namedtuple's ``__new__``); it is the code of the module whose
-    globals it runs in, so it is judged by that module's file (a module without one,
-    such as an interactive ``__main__``, is the user's)."""
+    SEER's code is known by its module's name first (wherever the package is
+    installed), then by its folder. Code made at run time (file ``<string>``: a
+    dataclass's ``__init__``) belongs to the module whose globals it runs in; a module
+    without a file (an interactive ``__main__``) is the user's."""
+    name = frame.f_globals.get("__name__")
+    if isinstance(name, str) and (name == "seer" or name.startswith("seer.")):
+        return "seer"
     filename = frame.f_code.co_filename
-    if not filename.startswith("<"):
-        return filename
-    if filename.startswith("<frozen"):
+    if filename.startswith("<"):
+        module = sys.modules.get(name) if isinstance(name, str) else None
+        if filename.startswith("<frozen") or module is None:
+            return None
+        filename = getattr(module, "__file__", None)
+        if filename is None:
+            return "model"
+    path = os.path.abspath(filename)
+    if path.startswith(_SEER_DIR):
+        return "seer"
+    called, stdlib, site = _libraries()
+    if path.startswith(called) or (path.startswith(stdlib) and not path.startswith(site)):
         return None
-    module = sys.modules.get(frame.f_globals.get("__name__", ""))
-    return getattr(module, "__file__", None) or filename
+    return "model"
 
 
 def in_model_code(frame: FrameType | None) -> bool:
     """Whether ``frame`` (where a signal landed) runs the model's code: the first frame
-    outward that is not the standard library's or numpy's is outside the seer package."""
-    libraries = _libraries()
+    outward whose owner :func:`_whose` can tell is not SEER's."""
     while frame is not None:
-        source = _source(frame)
-        if source is not None and not source.startswith(libraries):
-            return source.startswith("<") or not os.path.abspath(source).startswith(_SEER_DIR)
+        owner = _whose(frame)
+        if owner is not None:
+            return owner == "model"
         frame = frame.f_back
     return False
 
@@ -128,7 +149,10 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if guard.hits == 1 and guard.on_interrupt is not None:
         guard.on_interrupt()
     if in_model_code(frame):
-        guard.pending = 0
+        # Counted as recorded too: the operation forgets it when the KeyboardInterrupt
+        # reaches it (``Runtime._operate``), and raises it at its end if the model's
+        # code swallowed it (a ``__del__`` ignores what it raises).
+        guard.pending += 1
         if guard.on_raise is not None:
             guard.on_raise()
         raise KeyboardInterrupt

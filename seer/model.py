@@ -531,7 +531,7 @@ def array_set(self, value):
 
 
 def _field_property(field: FieldSpec) -> property:
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"__name__": __name__}  # the accessors are this module's
     exec(_ACCESSORS.format(slot="_f_" + field.name), namespace)
     if field.shape == ():
         return property(namespace["scalar_get"], namespace["scalar_set"],

@@ -783,9 +783,10 @@ def main(argv: list[str]) -> int:
     if os.environ.get("SEER_PROBE_BY_FILE_NAME") == "1":  # the self-check's second rule
         import seer.interrupts
 
-        seer.interrupts._source = lambda frame: (
-            None if frame.f_code.co_filename.startswith("<frozen")
-            else frame.f_code.co_filename)
+        judged = seer.interrupts._whose
+        seer.interrupts._whose = lambda frame: (
+            "model" if frame.f_code.co_filename.startswith("<")
+            and not frame.f_code.co_filename.startswith("<frozen") else judged(frame))
     if "--minutes" in argv:
         return storm_driver(argv)
     if len(argv) == 3 and argv[0] == "drop":
