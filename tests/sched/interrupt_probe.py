@@ -20,8 +20,9 @@ Usage (each prints one ``result`` line per injection and exits 0 only if all pas
     python -m tests.sched.interrupt_probe --minutes M [KIND ...]  # SIGINT storm driver
 
 KIND is a runtime name of :data:`seer.sched.RUNTIMES` or ``all``; OPERATION is ``step``,
-``reset``, ``close`` or ``all``. A *line event* is one ``sys.settrace`` line event on the
-main thread in a file of the ``seer`` package during OPERATION; at the chosen one the
+``reset``, ``close``, ``resize`` (to 3 threads; the kinds with threads) or ``all``. A
+*line event* is one ``sys.settrace`` line event on the main thread in a file of the
+``seer`` package during OPERATION; at the chosen one the
 tracer runs the SIGINT handler in force at that moment with the traced frame
 (:func:`deliver_sigint`), so that handler decides what happens, as with a real Ctrl-C.
 ``lines`` injects at the first occurrence of every distinct (file, line) that a dry run
@@ -56,13 +57,15 @@ import numpy as np
 
 import seer
 from seer.sched import RUNTIMES
+from seer.sched.threaded import ThreadedRuntime
 from seer.testing import RandomModel
 
 SEER_DIR = os.path.dirname(os.path.abspath(seer.__file__)) + os.sep
 ROOT = os.path.dirname(SEER_DIR.rstrip(os.sep))
 #: Every runtime kind seer itself registers (a test may register more; those are not ours).
 KINDS = tuple(sorted(n for n, cls in RUNTIMES.items() if cls.__module__.startswith("seer.")))
-OPERATIONS = ("step", "reset", "close")
+OPERATIONS = ("step", "reset", "close", "resize")
+RESIZED = 3  # threads after the probed resize() (from THREADS)
 THREADS = 2
 SEED, OTHER_SEED = 7, 11
 STEPS = 3  # steps of the episode compared with serial
@@ -286,11 +289,19 @@ def where(path: str, line: int) -> str:
 
 
 # -- one injection -------------------------------------------------------------------------
+def operations(kind: str) -> tuple[str, ...]:
+    """The operations ``kind`` has (``resize``: the threaded runtimes')."""
+    resizable = hasattr(RUNTIMES[kind], "resize")
+    return tuple(op for op in OPERATIONS if op != "resize" or resizable)
+
+
 def _operation(rt: seer.Runtime, op: str, ref: Reference) -> Any:
     if op == "step":
         return rt.step(ref.actions[1])
     if op == "reset":
         return rt.reset(OTHER_SEED)
+    if op == "resize":
+        return rt.resize(RESIZED)
     return rt.close()
 
 
@@ -333,6 +344,9 @@ def inject(kind: str, op: str, target: Target | None, ref: Reference,
         elif op == "reset" and _digest(result) != ref.other_reset:
             raise ProbeFailure("reset() finished without KeyboardInterrupt but its result "
                                "differs from serial")
+        elif op == "resize" and rt.threads != RESIZED:
+            raise ProbeFailure(f"resize({RESIZED}) finished without KeyboardInterrupt but "
+                               f"the runtime has {rt.threads} threads")
         run_episode(rt, ref, f"reset() and {STEPS} steps after the interrupt")
     except BaseException:
         with contextlib.suppress(BaseException):  # the first broken promise is reported
@@ -400,7 +414,8 @@ def _shard(spec: str, keys: dict[tuple[str, int], int]) -> list[tuple[str, int]]
 #: step varies from run to run).
 ANCHORS = {"step": (seer.Runtime._step, "self._run(t_end)"),
            "reset": (seer.Runtime._reset, "self._seed_generators(seed_seq)"),
-           "close": (seer.Runtime._close, "self._release()")}
+           "close": (seer.Runtime._close, "self._release()"),
+           "resize": (ThreadedRuntime._resize_checked, "self._resize_threads(threads)")}
 
 
 def _anchor(op: str) -> tuple[str, int]:
@@ -810,15 +825,17 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         raise SystemExit(__doc__.split("Usage")[1].split("KIND is")[0].strip())
     kind, op, spec = argv
-    kinds = list(KINDS) if kind == "all" else [kind]
-    ops = list(OPERATIONS) if op == "all" else [op]
-    if any(k not in KINDS for k in kinds):
+    kinds = [k for k in KINDS if op == "all" or op in operations(k)] if kind == "all" \
+        else [kind]
+    if kind != "all" and kind not in KINDS:
         raise SystemExit(f"unknown runtime kind {kind!r}; choose from {list(KINDS)} or all")
-    if any(o not in OPERATIONS for o in ops):
+    if op != "all" and op not in OPERATIONS:
         raise SystemExit(f"unknown operation {op!r}; choose from {list(OPERATIONS)} or all")
+    if op != "all" and op not in operations(kinds[0]):
+        raise SystemExit(f"{kind!r} has no {op}()")
     rc = 0
     for k in kinds:
-        for o in ops:
+        for o in operations(k) if op == "all" else [op]:
             rc |= sweep(k, o, spec, max_failures)
     return rc
 

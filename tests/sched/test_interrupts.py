@@ -19,7 +19,6 @@ import pytest
 from tests.sched import interrupt_probe as probe
 
 KINDS = probe.KINDS
-OPERATIONS = probe.OPERATIONS
 ROOT = probe.ROOT
 SLOW_K_INJECTIONS = 300  # about this many K per operation in the K sweep
 
@@ -73,7 +72,8 @@ def check_sweep(args: list[str], timeout: float) -> int:
 
 
 def _injection_params() -> list:
-    return [pytest.param(kind, op, id=f"{kind}-{op}") for kind in KINDS for op in OPERATIONS]
+    return [pytest.param(kind, op, id=f"{kind}-{op}") for kind in KINDS
+            for op in probe.operations(kind)]
 
 
 @pytest.mark.timeout(900)
@@ -105,6 +105,7 @@ def test_the_probe_counts_line_events_and_refuses_bad_arguments():
     assert events >= lines > 10
     for args, message in ((["nope", "step", "1"], "unknown runtime kind 'nope'"),
                           (["serial", "jump", "1"], "unknown operation 'jump'"),
+                          (["serial", "resize", "1"], "'serial' has no resize()"),
                           (["serial", "step", "0"], "bad K '0'"),
                           (["serial", "step", "lines:3/2"], "bad shard 'lines:3/2'"),
                           (["serial", "step", "recovery:x"], "bad shard 'recovery:x'")):
