@@ -47,7 +47,8 @@ class Guard:
     """One runtime operation's Ctrl-C state.
 
     * ``active``: the guard's handler is installed (main thread, default handler found);
-    * ``hits``: Ctrl-Cs that arrived; ``pending``: recorded and not yet raised;
+    * ``hits``: Ctrl-Cs that arrived; ``pending``: recorded and not yet seen by the
+      operation (one raised in the model's code counts until it reaches the operation);
     * ``on_interrupt``: called for the first Ctrl-C; ``on_raise``: called before any
       KeyboardInterrupt the guard raises;
     * ``previous``: the handler to put back when the outermost operation ends.
@@ -148,15 +149,14 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     guard.hits += 1
     if guard.hits == 1 and guard.on_interrupt is not None:
         guard.on_interrupt()
+    # Recorded even when raised here at once, in the model's code: the operation forgets
+    # it when the KeyboardInterrupt reaches it (``Runtime._operate``), and raises it at
+    # its end if the model's code swallowed it (a ``__del__`` ignores what it raises).
+    guard.pending += 1
     if in_model_code(frame):
-        # Counted as recorded too: the operation forgets it when the KeyboardInterrupt
-        # reaches it (``Runtime._operate``), and raises it at its end if the model's
-        # code swallowed it (a ``__del__`` ignores what it raises).
-        guard.pending += 1
         if guard.on_raise is not None:
             guard.on_raise()
         raise KeyboardInterrupt
-    guard.pending += 1
 
 
 def enter(on_interrupt: Callable[[], Any] | None = None,
