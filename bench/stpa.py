@@ -3,12 +3,15 @@
     .venv/bin/python -m bench.stpa              # 4 folds, default epochs: a few minutes
     .venv/bin/python -m bench.stpa --smoke --out /tmp/stpa.json   # tiny (tests)
 
-Two measurements, into ``bench/results/stpa.json``: the grouped K-fold evaluation of STPA
-against its baselines on the shipped data set (:func:`seer.stpa.train.evaluate`, what
-``seer stpa evaluate`` prints), with each held-out row's regret (throughput at STPA's
-choice / the row's best); and, in a fresh process as a user's ``threads="auto"``, the
-preflight's cost (:func:`seer.stpa.predictor.choose_threads`) on PCS, Aircraft and
-BenchModel as a fraction of a 200-step episode extrapolated from the measured step time.
+Three measurements, into ``bench/results/stpa.json``: the grouped K-fold evaluation of
+STPA against its baselines on the shipped data sets (:func:`seer.stpa.train.evaluate`,
+what ``seer stpa evaluate --seeds 5`` prints), each method reading the preflight steps
+``threads="auto"`` runs, with each held-out row's regret (throughput at STPA's choice /
+the row's best) and each method's mean over five seeds; in a fresh process as a user's
+``threads="auto"``, the preflight's cost (:func:`seer.stpa.predictor.choose_threads`) on
+PCS, Aircraft and BenchModel as a fraction of a 200-step episode extrapolated from the
+measured step time; and the shipped predictor's choices against fresh scans of PCS 40x40
+and Aircraft 800 on this machine (:mod:`seer.stpa.holdout`).
 """
 
 from __future__ import annotations
@@ -59,28 +62,49 @@ def subset(data: dict[str, np.ndarray], groups: int) -> dict[str, np.ndarray]:
             for k, v in data.items()}
 
 
-def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int | None, seed: int
+def evaluation(data: dict[str, np.ndarray], folds: int, epochs: int | None, seeds: int
                ) -> dict[str, Any]:
-    """:func:`seer.stpa.train.evaluate` (each held-out row with its regret, and each
-    machine's methods) with a progress bar, then each machine held out in turn
-    (:func:`seer.stpa.train.evaluate_machines`, where the data has two machines), its
-    seconds and the scans' widest thread count (the figure's axis)."""
+    """:func:`seer.stpa.train.evaluate` on seed 0 (each held-out row with its regret, and
+    each machine's methods), each machine held out in turn
+    (:func:`seer.stpa.train.evaluate_machines`, where the data has two machines), then the
+    same over ``seeds`` seeds (:func:`seer.stpa.train.evaluate_seeds`: the goal's figure),
+    every method reading the preflight steps ``threads="auto"`` runs; its seconds and the
+    scans' widest thread count (the figure's axis)."""
     from tqdm import tqdm
 
-    from seer.stpa.train import evaluate, evaluate_machines
+    from seer.stpa.train import evaluate, evaluate_machines, evaluate_seeds
 
     t0 = time.perf_counter()
     extra = {"epochs": epochs} if epochs else {}
-    report = evaluate(data, folds=folds, seed=seed, **extra,
+    report = evaluate(data, folds=folds, seed=0, **extra,
                       progress=lambda it: tqdm(it, desc="stpa evaluate", unit="fold",
                                                total=folds))
-    if len(report.get("machines", {})) > 1:
-        report["held_out_machines"] = {
-            pair: {"methods": rep["methods"]}
-            for pair, rep in evaluate_machines(data, seed=seed, **extra).items()}
+    machines = evaluate_machines(data, seed=0, **extra) \
+        if len(report.get("machines", {})) > 1 else {}
+    report["held_out_machines"] = {pair: {"methods": rep["methods"]}
+                                   for pair, rep in machines.items()}
+    report["over_seeds"] = evaluate_seeds(
+        data, list(range(seeds)), folds=folds, **extra, machines=bool(machines),
+        first=(report, machines),
+        progress=lambda it: tqdm(it, desc="stpa seeds", unit="seed", total=seeds))
     report["seconds"] = time.perf_counter() - t0
     report.setdefault("t_max", int(np.max(data["t_range"])))  # the widest scan
     return report
+
+
+def holdout(smoke: bool) -> dict[str, Any]:
+    """The shipped predictor against fresh scans of two configurations it was never
+    trained on, on this machine (``python -m seer.stpa.holdout`` in a fresh process:
+    nothing of the evaluation runs beside the scans)."""
+    with tempfile.TemporaryDirectory(prefix="seer-stpa-") as tmp:
+        out = Path(tmp) / "holdout.json"
+        subprocess.run([sys.executable, "-m", "seer.stpa.holdout", "--out", str(out),
+                        *(["--tiny"] if smoke else [])], check=True, cwd=ROOT)
+        checked = json.loads(out.read_text())
+    keep = ("name", "spec", "kwargs", "cores", "t_max", "best", "fastest", "chosen",
+            "regret", "steps_per_s", "seconds")
+    return {"cores": checked["cores"],
+            "configurations": [{k: c[k] for k in keep} for c in checked["configurations"]]}
 
 
 def models(z: Sizes) -> list[tuple[str, str, Callable[[], seer.Model]]]:
@@ -185,10 +209,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     from bench.markdown import Results, also_measured
     from seer.stpa.dataset import load_rows
+    from seer.stpa.preflight import PREFLIGHT_STEPS
     from seer.stpa.train import PAPER_TABLE_1
 
     z = Sizes("smoke" if args.smoke else "full")  # its model sizes only
     folds = args.folds or (2 if args.smoke else 4)
+    seeds = args.seeds or (1 if args.smoke else 5)
     epochs = args.epochs or (2 if args.smoke else None)  # None: evaluate's default
     steps = args.steps or (2 if args.smoke else 10)
     repeats = args.repeats or (1 if args.smoke else 3)
@@ -197,9 +223,10 @@ def main(argv: list[str] | None = None) -> None:
     full = load_rows(args.dataset)
     data = subset(full, groups) if groups else full
     capacity = {"before evaluation": capacity_now()}
-    report = evaluation(data, folds, epochs, args.seed)
+    report = evaluation(data, folds, epochs, seeds)
     capacity["before preflights"] = capacity_now()
     costs = _preflight_child(args, repeats, steps)
+    checked = holdout(args.smoke)
     capacity["after preflights"] = capacity_now()
     paths = [p.resolve() for p in args.dataset]
     result = record(
@@ -211,9 +238,10 @@ def main(argv: list[str] | None = None) -> None:
                  "configurations": len(set(data["names"].tolist())),
                  "groups": len(set(data["groups"].tolist())),
                  "collected": [_manifest(p) for p in paths]},
-        settings={"folds": folds, "epochs": epochs, "seed": args.seed},
+        settings={"folds": folds, "epochs": epochs, "seeds": seeds,
+                  "preflight_steps": PREFLIGHT_STEPS},
         paper_table_1=PAPER_TABLE_1, regret_goal=REGRET_GOAL, evaluation=report,
-        preflight=costs)
+        preflight=costs, holdout=checked)
     finish(args.out, result, [*also_measured(Results(z, {}, stpa=result)),
                               *(f"preflight {r['model']}: {100 * r['fraction']:.1f} % of a "
                                 f"{EPISODE_STEPS}-step episode" for r in costs["models"])])
@@ -229,7 +257,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--folds", type=int, default=0, help="default 4 (smoke: 2)")
     parser.add_argument("--epochs", type=int, default=0,
                         help="encoder epochs (default: seer.stpa.train.evaluate's; smoke: 2)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="seeds of the evaluation, the goal read on their mean "
+                        "(default 5; smoke: 1)")
     parser.add_argument("--groups", type=int, default=0,
                         help="evaluate on this many configuration groups only "
                         "(default all; smoke: 4)")

@@ -20,6 +20,7 @@ import numpy as np
 from seer.errors import ModelError
 from seer.specs import add_model_arguments, non_negative_int, positive_int
 from seer.stpa.predictor import DEFAULT_TARGET, TARGETS
+from seer.stpa.preflight import PREFLIGHT_STEPS
 
 __all__ = ["DEFAULT_DATASETS", "add_parser", "calibrate", "reference_configurations"]
 
@@ -128,31 +129,19 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _over_seeds(data: dict[str, np.ndarray], args: argparse.Namespace,
                 held: dict[str, Any], machines: dict[str, Any]) -> dict[str, Any]:
-    """Mean regret of every method over ``args.seeds`` seeds (folds, encoder and trees
-    seeded alike; the first is the run above), per machine and per held-out machine."""
-    from seer.stpa.train import evaluate, evaluate_machines
+    """:func:`seer.stpa.train.evaluate_seeds` over ``args.seeds`` seeds from
+    ``args.seed`` (the first is the run already printed), each mean printed."""
+    from seer.stpa.train import evaluate_seeds
 
-    def regrets(h: dict[str, Any], m: dict[str, Any]) -> dict[str, dict[str, float]]:
-        out = {name: {k: v.get("regret_mean", float("nan")) for k, v in methods.items()}
-               for name, methods in h["machines"].items()}
-        out.update({pair: {k: v.get("regret_mean", float("nan"))
-                           for k, v in rep["methods"].items()} for pair, rep in m.items()})
-        return out
-
-    runs = [regrets(held, machines)]
-    for seed in range(args.seed + 1, args.seed + args.seeds):
-        h = evaluate(data, folds=args.folds, seed=seed, epochs=args.epochs, steps=args.steps,
-                     target=args.target)
-        m = evaluate_machines(data, seed=seed, epochs=args.epochs, steps=args.steps,
-                              target=args.target) if not args.no_machines else {}
-        runs.append(regrets(h, m))
-    over: dict[str, Any] = {"seeds": list(range(args.seed, args.seed + args.seeds))}
-    for name in runs[0]:
-        over[name] = {k: {"regret_mean": [r[name][k] for r in runs],
-                          "mean": float(np.mean([r[name][k] for r in runs]))}
-                      for k in runs[0][name]}
-        print(f"over seeds {over['seeds'][0]}..{over['seeds'][-1]}, {name}: " + ", ".join(
-            f"{k} {v['mean']:.3f}" for k, v in over[name].items() if np.isfinite(v["mean"])))
+    over = evaluate_seeds(data, list(range(args.seed, args.seed + args.seeds)),
+                          folds=args.folds, epochs=args.epochs, steps=args.steps,
+                          target=args.target, machines=not args.no_machines,
+                          first=(held, machines))
+    seeds = over["seeds"]
+    for name, methods in over.items():
+        if name != "seeds":
+            print(f"over seeds {seeds[0]}..{seeds[-1]}, {name}: " + ", ".join(
+                f"{k} {v['mean']:.3f}" for k, v in methods.items() if np.isfinite(v["mean"])))
     return over
 
 
@@ -282,8 +271,9 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--out", default=str(DATA))
     t.add_argument("--epochs", type=positive_int, default=40)
     t.add_argument("--seed", type=non_negative_int, default=0)
-    t.add_argument("--steps", type=positive_int, default=None,
-                   help="preflight steps to train on (default: all the rows have)")
+    t.add_argument("--steps", type=positive_int, default=PREFLIGHT_STEPS,
+                   help="preflight steps to train on (default %(default)s: as many as "
+                   "threads='auto' runs)")
     t.add_argument("--target", choices=TARGETS, default=DEFAULT_TARGET)
     t.set_defaults(func=_one_line(_train))
     e = stpa.add_parser("evaluate", help="held-out configurations and machines against "
@@ -292,7 +282,8 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--folds", type=positive_int, default=4)
     e.add_argument("--epochs", type=positive_int, default=40)
     e.add_argument("--seed", type=non_negative_int, default=0)
-    e.add_argument("--steps", type=positive_int, default=None)
+    e.add_argument("--steps", type=positive_int, default=PREFLIGHT_STEPS,
+                   help="preflight steps every method reads (default %(default)s)")
     e.add_argument("--target", choices=TARGETS, default=DEFAULT_TARGET)
     e.add_argument("--seeds", type=positive_int, default=1,
                    help="also report each method's mean regret over this many seeds "

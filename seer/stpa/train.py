@@ -44,10 +44,10 @@ from seer.stpa.predictor import (
     threads_for,
     traces,
 )
-from seer.stpa.preflight import STATIC_FEATURES
+from seer.stpa.preflight import PREFLIGHT_STEPS, STATIC_FEATURES
 
-__all__ = ["METHODS", "PAPER_TABLE_1", "checks", "evaluate", "evaluate_machines", "fit_stpa",
-           "group_folds", "regrets"]
+__all__ = ["METHODS", "PAPER_TABLE_1", "checks", "evaluate", "evaluate_machines",
+           "evaluate_seeds", "fit_stpa", "group_folds", "regrets"]
 
 #: The SEER paper's Table 1 (test MAE), printed beside our figures.
 PAPER_TABLE_1 = {"stpa": 0.3394, "xgboost-static": 1.28, "timesurl": 2.24, "lstm": 9.35}
@@ -66,15 +66,15 @@ def _targets(data: dict[str, np.ndarray], kind: str = "log2") -> np.ndarray:
 
 
 def fit_stpa(data: dict[str, np.ndarray], rows: np.ndarray, *, seed: int = 0,
-             epochs: int = 40, steps: int | None = None, target: str = DEFAULT_TARGET
+             epochs: int = 40, steps: int = PREFLIGHT_STEPS, target: str = DEFAULT_TARGET
              ) -> Predictor:
     """Encoder + trees trained on ``rows`` of the data, on the first ``steps`` preflight
-    steps (default: all the rows have), for ``target`` (:data:`~seer.stpa.predictor.
-    TARGETS`)."""
+    steps (default: as many as ``threads="auto"`` runs), for ``target``
+    (:data:`~seer.stpa.predictor.TARGETS`)."""
     from seer.stpa.encoder import TimesURLEncoder, channel_mask
 
     mask = data["mask"]
-    steps = steps or data["features"].shape[2]
+    steps = _steps(data, steps)
     features = data["features"][rows][:, :, :steps]
     x = traces(features, mask)
     encoder = TimesURLEncoder(x.shape[-1], seed=seed).fit(x, epochs=epochs, seed=seed,
@@ -108,10 +108,20 @@ def _curve_rows(data: dict[str, np.ndarray], rows: np.ndarray, inputs: np.ndarra
     return x_all[ok], y_all[ok]
 
 
-def _fit_v1(data: dict[str, np.ndarray], rows: np.ndarray, seed: int, epochs: int
-            ) -> Callable[[np.ndarray], np.ndarray] | None:
+def _steps(data: dict[str, np.ndarray], steps: int) -> int:
+    """``steps`` preflight steps of the data's (a data set holds at least as many as the
+    preflight runs: it is collected with longer preflights)."""
+    have = int(data["features"].shape[2])
+    if not 1 <= steps <= have:
+        raise ValueError(f"STPA: {steps} preflight steps asked, the data set has {have}")
+    return steps
+
+
+def _fit_v1(data: dict[str, np.ndarray], rows: np.ndarray, seed: int, epochs: int,
+            steps: int) -> Callable[[np.ndarray], np.ndarray] | None:
     """The previous method (encoder + trees on 8 static features, target ``T*/8``) on the
-    2-core rows of ``rows``; None where there are none. Returns choices for test rows."""
+    2-core rows of ``rows``, reading the same ``steps`` preflight steps as STPA; None where
+    there are none. Returns choices for test rows."""
     from seer.stpa.encoder import TimesURLEncoder, channel_mask, numpy_encode
 
     rows = rows[_cores(data)[rows] <= 2] if "machine" not in data else \
@@ -119,7 +129,7 @@ def _fit_v1(data: dict[str, np.ndarray], rows: np.ndarray, seed: int, epochs: in
     if not len(rows):
         return None
     mask = data["mask"]
-    x = traces(data["features"], mask)
+    x = traces(data["features"][:, :, :steps], mask)
     encoder = TimesURLEncoder(x.shape[-1], seed=seed).fit(x[rows], epochs=epochs, seed=seed,
                                                            mask=channel_mask(mask))
     weights = encoder.export()
@@ -139,10 +149,11 @@ def _on_machine(y: np.ndarray, cores: np.ndarray, kind: str) -> np.ndarray:
 
 
 def _choices(data: dict[str, np.ndarray], train: np.ndarray, test: np.ndarray, seed: int,
-             epochs: int, steps: int | None, target: str) -> dict[str, np.ndarray]:
-    """Every method's thread counts for ``test``, fit on ``train``."""
+             epochs: int, steps: int, target: str) -> dict[str, np.ndarray]:
+    """Every method's thread counts for ``test``, fit on ``train``; every method that
+    reads the preflight reads its first ``steps`` steps."""
     y, cores = _targets(data, target), _cores(data)
-    steps = steps or data["features"].shape[2]
+    steps = _steps(data, steps)
     features = data["features"][:, :, :steps]
     out: dict[str, np.ndarray] = {}
     stpa = fit_stpa(data, train, seed=seed, epochs=epochs, steps=steps, target=target)
@@ -154,7 +165,7 @@ def _choices(data: dict[str, np.ndarray], train: np.ndarray, test: np.ndarray, s
     out["xgboost-static"] = _on_machine(static_only.predict(s[test]), cores[test], target)
     out["fixed"] = _fixed(data, train, test)
     out["cores"] = np.minimum(cores[test], data["t_range"][test])
-    v1 = _fit_v1(data, train, seed, epochs)
+    v1 = _fit_v1(data, train, seed, epochs, steps)
     out["stpa-2core-v1"] = v1(test) if v1 is not None else np.full(len(test), -1)
     out["oracle"] = data["labels"][test]
     return out
@@ -280,7 +291,7 @@ def _with_machine(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def evaluate(data: dict[str, np.ndarray], *, folds: int = 4, seed: int = 0,
-             epochs: int = 40, steps: int | None = None, target: str = DEFAULT_TARGET,
+             epochs: int = 40, steps: int = PREFLIGHT_STEPS, target: str = DEFAULT_TARGET,
              progress: Callable[[Any], Any] | None = None) -> dict[str, Any]:
     """Grouped K-fold over configuration groups (each machine's configurations are
     groups of their own): every method's metrics on the held-out rows, overall and per
@@ -293,12 +304,12 @@ def evaluate(data: dict[str, np.ndarray], *, folds: int = 4, seed: int = 0,
             chosen[m][test] = c
     report = _report(data, np.arange(len(data["labels"])), chosen)
     report.update(folds=folds, seed=seed, epochs=epochs, target=target,
-                  steps=steps or int(data["features"].shape[2]))
+                  steps=steps)
     return report
 
 
 def evaluate_machines(data: dict[str, np.ndarray], *, seed: int = 0, epochs: int = 40,
-                      steps: int | None = None, target: str = DEFAULT_TARGET
+                      steps: int = PREFLIGHT_STEPS, target: str = DEFAULT_TARGET
                       ) -> dict[str, Any]:
     """Held-out machines: for each ordered pair of machines, fit on one's rows and report
     on the other's (``"2-core -> 16-core"``)."""
@@ -314,3 +325,46 @@ def evaluate_machines(data: dict[str, np.ndarray], *, seed: int = 0, epochs: int
             chosen = _choices(data, train, test, seed, epochs, steps, target)
             out[f"{source} -> {dest}"] = _report(data, test, chosen)
     return out
+
+
+def evaluate_seeds(data: dict[str, np.ndarray], seeds: list[int], *, folds: int = 4,
+                   epochs: int = 40, steps: int = PREFLIGHT_STEPS,
+                   target: str = DEFAULT_TARGET, machines: bool = True,
+                   first: tuple[dict[str, Any], dict[str, Any]] | None = None,
+                   progress: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """Every method over ``seeds`` (each seeds the folds, the encoder and the trees), per
+    machine's held-out configurations and, with ``machines``, per held-out machine:
+    ``{"seeds": [...], name: {method: {"regret_mean": [one per seed], "mean", "low",
+    "high", "worst", "mae_threads"}}}`` (the mean regret's mean and range over the seeds,
+    the worst row of any seed, the mean MAE in threads). One seed's folds hold out a few
+    configuration groups of a few dozen rows, so one seed's mean regret moves by about
+    0.01-0.03 from the next; the mean over seeds is the figure to compare methods by.
+    ``first``: the (held-out configurations, held-out machines) reports of ``seeds[0]``
+    when already computed."""
+    def parts(held: dict[str, Any], pairs: dict[str, Any]) -> dict[str, dict[str, dict]]:
+        return {**held["machines"], **{pair: rep["methods"] for pair, rep in pairs.items()}}
+
+    runs = []
+    for i, seed in enumerate(progress(seeds) if progress else seeds):
+        if i == 0 and first is not None:
+            runs.append(parts(*first))
+            continue
+        held = evaluate(data, folds=folds, seed=seed, epochs=epochs, steps=steps,
+                        target=target)
+        pairs = evaluate_machines(data, seed=seed, epochs=epochs, steps=steps,
+                                  target=target) if machines else {}
+        runs.append(parts(held, pairs))
+    nan = float("nan")
+    over: dict[str, Any] = {"seeds": list(seeds)}
+    for name in runs[0]:
+        over[name] = {}
+        for method in runs[0][name]:
+            got = [r[name][method] for r in runs if r[name][method].get("rows")]
+            means = [m["regret_mean"] for m in got]
+            over[name][method] = {
+                "regret_mean": [r[name][method].get("regret_mean", nan) for r in runs],
+                "mean": float(np.mean(means)) if means else nan,
+                "low": min(means, default=nan), "high": max(means, default=nan),
+                "worst": min((m["regret_worst"] for m in got), default=nan),
+                "mae_threads": float(np.mean([m["mae_threads"] for m in got])) if got else nan}
+    return over

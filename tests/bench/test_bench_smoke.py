@@ -82,6 +82,10 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
     stpa = json.loads((tmp_path / "stpa.json").read_text())
     assert stpa["settings"]["folds"] == 2 and stpa["settings"]["epochs"] == 2
     assert all(0 < r["regret"] <= 1 for r in stpa["evaluation"]["rows"])
+    assert stpa["evaluation"]["over_seeds"]["seeds"] == [0]
+    assert [c["name"] for c in stpa["holdout"]["configurations"]] == ["pcs-12-c5",
+                                                                      "aircraft-60-c20"]
+    assert "seer.stpa.holdout" in text
     pursuit = json.loads((tmp_path / "pursuit.json").read_text())
     assert pursuit["speed"]["size"]["x_size"] == 32 and pursuit["agreement"]["episodes"] == 4
     assert set(pursuit["agreement"]["statistics"]) == {"catches", "length", "reward"}

@@ -101,20 +101,33 @@ def test_goals_are_met_or_missed_from_the_values():
 def test_stpa_must_reach_the_target_and_beat_every_baseline_on_every_machine():
     stpa = json.loads((RESULTS / "stpa.json").read_text())
     goal = [g for g in load_goals() if g["measure"] == "regret"]
-    machines = stpa["evaluation"]["machines"]
-    assert set(machines) == {"2-core", "16-core"}
+    over = stpa["evaluation"]["over_seeds"]
+    assert len(over["seeds"]) >= 5  # the goal is read on the mean over seeds
+    machines = {k: v for k, v in over.items() if k in ("2-core", "16-core")}
+    assert len(machines) == 2
     for methods in machines.values():
         for name, m in methods.items():
-            m["regret_mean"] = 0.97 if name == "stpa" else 0.5
+            m["mean"] = 0.97 if name == "stpa" else 0.5
     (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
     assert row[3] == "yes" and "16-core 0.970" in row[2]
-    machines["16-core"]["fixed"]["regret_mean"] = 0.98  # one baseline ahead on one machine
+    machines["16-core"]["fixed"]["mean"] = 0.98  # one baseline ahead on one machine
     (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
     assert row[3] == "**no**" and "best baseline fixed 0.980" in row[2]
-    machines["16-core"]["fixed"]["regret_mean"] = 0.5
-    machines["2-core"]["stpa"]["regret_mean"] = 0.94  # below the target on one machine
+    machines["16-core"]["fixed"]["mean"] = 0.5
+    machines["2-core"]["stpa"]["mean"] = 0.94  # below the target on one machine
     (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
     assert row[3] == "**no**" and row[2].startswith("0.94")
+
+
+def test_an_stpa_report_of_one_seed_is_read_as_that_seed():
+    stpa = json.loads((RESULTS / "stpa.json").read_text())
+    goal = [g for g in load_goals() if g["measure"] == "regret"]
+    del stpa["evaluation"]["over_seeds"]
+    for methods in stpa["evaluation"]["machines"].values():
+        for name, m in methods.items():
+            m["regret_mean"] = 0.96 if name == "stpa" else 0.5
+    (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
+    assert row[3] == "yes" and "2-core 0.960" in row[2]
 
 
 def test_a_goal_without_exactly_one_target_is_refused(tmp_path):

@@ -27,4 +27,6 @@ def test_evaluate_reports_the_mean_regret_over_seeds(tmp_path, capsys):
             seed0 = held[machine][method].get("regret_mean", float("nan"))
             assert first == pytest.approx(seed0, nan_ok=True)  # seed 0: the run above
             assert figures["mean"] == pytest.approx((first + second) / 2, nan_ok=True)
+            if np.isfinite(figures["mean"]):
+                assert figures["worst"] <= figures["low"] <= figures["mean"] <= figures["high"]
     assert "over seeds 0..1, 2-core: stpa" in capsys.readouterr().out

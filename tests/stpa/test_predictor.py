@@ -21,7 +21,7 @@ from seer.stpa.predictor import (
     wait_share,
 )
 from seer.stpa.preflight import PREFLIGHT_STEPS, STATIC_FEATURES
-from seer.stpa.train import METHODS, evaluate, evaluate_machines, group_folds
+from seer.stpa.train import METHODS, evaluate, evaluate_machines, fit_stpa, group_folds
 from seer.stpa.trees import TreeEnsemble
 from seer.testing import assert_outputs_identical
 from workloads.pcs import PCS
@@ -239,6 +239,23 @@ def test_evaluation_reports_every_method_on_a_small_dataset():
     for m in report["methods"].values():
         assert 0 < m["regret_worst"] <= m["regret_mean"] <= 1.0
     assert report["checks"]["best_above_8"] > 0
+
+
+def test_every_method_reads_only_the_preflight_steps_it_is_given():
+    data = _small_rows()
+    report = evaluate(data, folds=2, epochs=1, steps=4)
+    later = data["features"].copy()
+    later[:, :, 4:] = np.random.default_rng(1).uniform(0, 1e3, later[:, :, 4:].shape)
+    changed = evaluate({**data, "features": later}, folds=2, epochs=1, steps=4)
+    assert changed["rows"] == report["rows"]  # steps 5.. of the data sets change nothing
+    assert report["steps"] == 4 == PREFLIGHT_STEPS
+    with pytest.raises(ValueError, match="9 preflight steps asked, the data set has 8"):
+        evaluate(data, folds=2, epochs=1, steps=9)
+
+
+def test_a_predictor_is_trained_on_the_steps_threads_auto_runs():
+    data = _small_rows()
+    assert fit_stpa(data, np.arange(len(data["labels"])), epochs=1).steps == PREFLIGHT_STEPS
 
 
 def test_held_out_machines_train_on_one_and_test_on_the_other():
