@@ -134,29 +134,13 @@ def _stpa(r: Results, g: dict) -> Reading | None:
 
 def _over_seeds(stpa: dict) -> dict[str, dict]:
     """Per part (a machine's held-out configurations, a held-out machine), each method's
-    figures over seeds (:func:`seer.stpa.train.evaluate_seeds`); a report of one seed
-    reads as one seed's."""
-    report = stpa["evaluation"]
-    if "over_seeds" in report:
-        return {k: v for k, v in report["over_seeds"].items() if k != "seeds"}
-    parts = {**(report.get("machines") or {"all": report["methods"]}),
-             **{pair: v["methods"] for pair, v in report.get("held_out_machines", {}).items()}}
-    return {part: {m: {"mean": v.get("regret_mean", math.nan),
-                       "low": v.get("regret_mean", math.nan),
-                       "high": v.get("regret_mean", math.nan),
-                       "worst": v.get("regret_worst", math.nan),
-                       "mae_threads": v.get("mae_threads", math.nan)}
-                   for m, v in methods.items()} for part, methods in parts.items()}
+    figures over seeds (:func:`seer.stpa.train.evaluate_seeds`)."""
+    return {k: v for k, v in stpa["evaluation"]["over_seeds"].items() if k != "seeds"}
 
 
 def _stpa_machines(stpa: dict) -> dict[str, dict]:
     """Each machine's held-out configurations: the methods' figures over seeds."""
     return {k: v for k, v in _over_seeds(stpa).items() if "->" not in k}
-
-
-def stpa_seeds(stpa: dict) -> int:
-    """How many seeds the report's figures are the mean of."""
-    return len(stpa["evaluation"].get("over_seeds", {}).get("seeds", [0]))
 
 
 def stpa_table(stpa: dict) -> list[str]:
@@ -428,9 +412,9 @@ def also_measured(r: Results) -> list[str]:
                           for m in r.stpa["preflight"]["models"])
         out += [f"- **STPA** (`threads=\"auto\"`, `python -m bench.stpa`): mean throughput at "
                 "its choice over the best count's on held-out configurations, the mean of "
-                f"{stpa_seeds(r.stpa)} seeds (their range in brackets), the worst row and "
-                "the MAE in threads, per machine and trained on one machine, "
-                "tested on the other; preflight cost, share of a "
+                f"{len(r.stpa['evaluation']['over_seeds']['seeds'])} seeds (their range in "
+                "brackets), the worst row and the MAE in threads, per machine and trained on "
+                "one machine, tested on the other; preflight cost, share of a "
                 f"{r.stpa['preflight']['episode_steps']}-step "
                 f"episode: {costs}; [figure](figures/stpa_choices.png).",
                 *holdout_lines(r.stpa), "", *stpa_table(r.stpa), ""]

@@ -119,17 +119,6 @@ def test_stpa_must_reach_the_target_and_beat_every_baseline_on_every_machine():
     assert row[3] == "**no**" and row[2].startswith("0.94")
 
 
-def test_an_stpa_report_of_one_seed_is_read_as_that_seed():
-    stpa = json.loads((RESULTS / "stpa.json").read_text())
-    goal = [g for g in load_goals() if g["measure"] == "regret"]
-    del stpa["evaluation"]["over_seeds"]
-    for methods in stpa["evaluation"]["machines"].values():
-        for name, m in methods.items():
-            m["regret_mean"] = 0.96 if name == "stpa" else 0.5
-    (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
-    assert row[3] == "yes" and "2-core 0.960" in row[2]
-
-
 def test_a_goal_without_exactly_one_target_is_refused(tmp_path):
     bad = tmp_path / "goals.toml"
     bad.write_text('[[goal]]\ntext = "x"\nsource = "stpa"\nmeasure = "regret"\n')
