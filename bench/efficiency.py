@@ -40,6 +40,7 @@ __all__ = ["BALANCE_KINDS", "WORKLOADS", "balance", "main", "measure", "measure_
 #: key -> (title, workload, entities, cost µs, hotspot peak, runtimes at 2 threads)
 WORKLOADS: dict[str, tuple[str, str, int, float, float, list[str]]] = {
     "pcs": ("PCS 1600 cells, cost_us=15 (~11 µs events)", "pcs", 1600, 15, 2.0, ALL),
+    "pcs10": ("PCS 1600 cells, cost_us=10", "pcs", 1600, 10, 2.0, PEERS),
     "pcs20": ("PCS 1600 cells, cost_us=120 (~20 µs events)", "pcs", 1600, 120, 2.0,
               ["serial", "seer(1)", "seer(2)", "static(2)"]),
     "aircraft": ("Aircraft 800 UAVs, ~200 µs events", "aircraft", 800, 200, 2.0, ALL),
@@ -54,8 +55,9 @@ SMOKE_ENTITIES = {"pcs": 64, "aircraft": 40, "bench": 60}
 
 
 def at_threads(runtimes: list[str], threads: int) -> list[str]:
-    """``seer(2)`` -> ``seer(threads)``; one-thread and serial labels unchanged."""
-    return [r.replace("(2)", f"({threads})") for r in runtimes]
+    """``seer(2)`` -> ``seer(threads)``; one-thread and serial labels unchanged (at one
+    thread, ``seer(1)`` once)."""
+    return list(dict.fromkeys(r.replace("(2)", f"({threads})") for r in runtimes))
 
 
 def measure(key: str, steps: int, rounds: int, threads: int = 2,

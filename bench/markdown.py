@@ -1,8 +1,9 @@
 """The text of ``bench/RESULTS.md``: what a user reads in a minute, generated from the
 result files, with the goals of ``bench/goals.toml`` first.
 
-:func:`goal_rows` is also what ``bench/RESULTS-manycore.md`` uses for its goals, so both
-documents judge a goal the same way. Nothing here measures; :mod:`bench.report` runs the
+:func:`write_manycore` writes ``bench/RESULTS-manycore.md`` from a many-core run's files
+of the same parts with the same sections and goal rows, so both documents judge a goal the
+same way. Nothing here measures; :mod:`bench.report` runs the
 parts and calls :func:`write_results`.
 """
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,8 +19,9 @@ from typing import Any
 from bench.harness import ALL, PEERS, Part, config_name, label, paired, ratios, table
 from bench.sizes import Sizes
 
-__all__ = ["GOALS_FILE", "Results", "also_measured", "break_even", "goal_rows", "load_goals",
-           "manycore_lines", "memory_section", "scan_pairs", "write_results"]
+__all__ = ["GOALS_FILE", "Results", "also_measured", "break_even", "by_threads", "goal_rows",
+           "load_goals",
+           "memory_section", "write_manycore", "write_results"]
 
 GOALS_FILE = Path(__file__).with_name("goals.toml")
 #: the STPA methods that are not baselines
@@ -41,7 +42,8 @@ def load_goals(path: Path = GOALS_FILE) -> list[dict[str, Any]]:
 class Results:
     """Every result file a report reads, each None where it was not measured: ``parts``
     (pyperf, by name), ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``,
-    ``pursuit``, ``mpe`` and ``manycore`` (:func:`bench.manycore.load_results`)."""
+    ``pursuit``, ``mpe``, ``manycore`` (the efficiency part of the many-core run, for the
+    README's figure), and for RESULTS-manycore.md ``stpa_collect`` and ``holdout``."""
 
     def __init__(self, z: Sizes, parts: dict[str, Part], **once: dict | None) -> None:
         self.z, self.parts = z, parts
@@ -194,60 +196,18 @@ def _marl_loop(r: Results, g: dict) -> Reading | None:
     return 1 - mine / serial, f"{1e3 * mine:.0f} ms against {1e3 * serial:.0f} ms"
 
 
-def _manycore(r: Results, g: dict) -> Reading | None:
-    data = r.manycore
-    if data is None:
-        return None
-    t = g["threads"]
-    if g["measure"] == "speedup":
-        pair = scan_pairs(data, t).get(g["config"])
-        if pair is None:
-            return None
-        serial, mine = pair
-        return speedup(mine, serial["steps_per_s"]), f"serial {serial['steps_per_s']:.2f} steps/s"
-    scans = [x for x in data["points"]["scan"] if x["config"]["workload"] == g["workload"]
-             and x["label"] == f"seer({t})" and x.get("of_ceiling") is not None]
-    if scans:  # the scan's comparison at the focus thread count ran the ceiling
-        x = min(scans, key=lambda x: x["config"]["entities"])
-        return x["of_ceiling"], f"speed-up {x['speedup']:.2f}, {x['config_name']}"
-    eff = (data.get("efficiency") or {}).get("workloads", {}).get(f"{g['workload']}@{t}")
-    if eff is not None:
-        share = eff["summary"].get(f"seer({t})", {}).get("of_ceiling")
-        return (share, f"speed-up {eff['summary'][f'seer({t})']['speedup']:.2f}") \
-            if share is not None else None
-    tax = data.get("tax")  # the first many-core run measured the ceiling with bench.tax
-    w = (tax or {}).get("workloads", {}).get(g["workload"])
-    at = (w or {}).get("by_threads", {}).get(str(t))
-    if at is None:
-        return None
-    seer_up = paired(at["serial"]["wall_s"], at["seer"]["wall_s"])
-    ceiling = t * paired(at["lone_thread"]["wall_s"], at["threads"]["wall_s"])
-    return seer_up / ceiling, f"seer {seer_up:.2f}x, ceiling {ceiling:.2f}x"
-
-
-def scan_pairs(manycore: dict | None, threads: int) -> dict[str, tuple[dict, dict]]:
-    """configuration -> (serial's point, seer(threads)'s point) of a many-core study's
-    thread scans, for every configuration that has both."""
-    rows = (manycore or {}).get("points", {}).get("scan", [])
-    pairs = {}
-    for name in dict.fromkeys(row["config_name"] for row in rows):
-        of = {(x["runtime"], x["threads"]): x for x in rows if x["config_name"] == name}
-        if ("serial", 1) in of and ("seer", threads) in of:
-            pairs[name] = (of["serial", 1], of["seer", threads])
-    return pairs
-
-
 SOURCES: dict[str, Callable[[Results, dict], Reading | None]] = {
     "efficiency": _efficiency, "pyperf": _pyperf, "stpa": _stpa, "memory": _memory,
-    "marl_loop": _marl_loop, "manycore": _manycore}
+    "marl_loop": _marl_loop}
 
 
 def goal_rows(r: Results, goals: Sequence[dict] | None = None,
-              sources: Sequence[str] | None = None) -> list[list[str]]:
-    """One row per goal (of ``sources`` only, when given): text, target, measured, met."""
+              many_core: bool = False) -> list[list[str]]:
+    """One row per goal: text, target, measured, met. The goals read on a many-core
+    machine (those with ``cores``) when ``many_core``, else the others."""
     rows = []
     for g in goals if goals is not None else load_goals():
-        if sources is not None and g["source"] not in sources:
+        if ("cores" in g) != many_core:
             continue
         got = SOURCES[g["source"]](r, g)
         target = f">= {g['at_least']:g}" if "at_least" in g else f"<= {g['at_most']:g}"
@@ -286,8 +246,8 @@ def cost_points(r: Results, runtime: str = "seer(2)") -> list[tuple[float, float
             if f"{cfg}-{runtime}" in c:
                 pts.append((1e6 * c[f"{cfg}-serial"] / (2 * z.n_bench),
                             c.speedup(f"{cfg}-serial", f"{cfg}-{runtime}")))
-    for w in (r.efficiency or {}).get("workloads", {}).values():
-        if runtime in w["summary"] and w.get("serial_us_per_event"):
+    for key, w in (r.efficiency or {}).get("workloads", {}).items():
+        if "@" not in key and runtime in w["summary"] and w.get("serial_us_per_event"):
             pts.append((w["serial_us_per_event"], w["summary"][runtime]["speedup"]))
     return pts
 
@@ -307,9 +267,7 @@ def _header(r: Results, run: dict, span: str) -> list[str]:
 
 
 def _goals(r: Results) -> list[str]:
-    return ["## Goals", "", *table(["goal", "target", "measured", "met"],
-                                   goal_rows(r, sources=[s for s in SOURCES
-                                                         if s != "manycore"])),
+    return ["## Goals", "", *table(["goal", "target", "measured", "met"], goal_rows(r)),
             "", "Many-core goals: [RESULTS-manycore.md](RESULTS-manycore.md).", ""]
 
 
@@ -354,31 +312,67 @@ def _threads(r: Results) -> list[str]:
                     "PCS seer", "PCS optimistic"], rows), ""]
 
 
+def by_threads(eff: dict | None) -> tuple[dict[str, dict[int, dict]], dict[int, list[dict]]]:
+    """The efficiency part's comparisons split in two: thread scans (a workload measured at
+    several thread counts, ``key@T``: key -> T -> comparison) and the rest by thread count."""
+    bases: dict[str, dict[int, dict]] = {}
+    for key, w in (eff or {}).get("workloads", {}).items():
+        bases.setdefault(key.rsplit("@", 1)[0], {})[w["threads"]] = w
+    scans = {k: v for k, v in bases.items() if len(v) > 1}
+    single: dict[int, list[dict]] = {}
+    for by_t in (v for v in bases.values() if len(v) == 1):
+        ((t, w),) = by_t.items()
+        single.setdefault(t, []).append(w)
+    return scans, single
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _scans(r: Results) -> list[str]:
+    out = []
+    for by_t in by_threads(r.efficiency)[0].values():
+        ts = sorted(by_t)
+        first = by_t[ts[0]]
+        kinds = dict.fromkeys(rt["kind"] for w in by_t.values()
+                              for name, rt in w["runtimes"].items() if name != "serial")
+        rows = []
+        for kind in kinds:
+            ups = {t: by_t[t]["summary"].get(label(kind, t), {}).get("speedup") for t in ts}
+            best = max((t for t in ts if ups[t]), key=lambda t: ups[t], default=None)
+            rows.append([kind, *(f"**{ups[t]:.2f}**" if t == best else _num(ups[t])
+                                 for t in ts)])
+        out += [f"### {first['title']}", "", f"Serial {first['serial_us_per_event']:.1f} µs "
+                "per event; speed-up over serial, bold: the runtime's best thread count.", "",
+                *table(["runtime", *[f"T={t}" for t in ts]], rows), ""]
+    return ["## Speed-up by thread count (bench.efficiency)", "", *out] if out else []
+
+
 def _peers(r: Results) -> list[str]:
     out = []
     eff = r.efficiency
-    if eff is not None:
-        rows = []
-        for w in eff["workloads"].values():
+    for t, ws in sorted(by_threads(eff)[1].items()):
+        assert eff is not None
+        mine, rows = label("seer", t), []
+        for w in ws:
             s = w["summary"]
-            peers = {k: v["speedup"] for k, v in s.items()
-                     if k not in ("serial", "seer(1)", "seer(2)")}
+            peers = {k: v["speedup"] for k, v in s.items() if k not in ("serial", "seer(1)", mine)}
             best = max(peers, key=peers.__getitem__) if peers else None
-            share = s.get("seer(2)", {}).get("of_ceiling")
             rows.append([w["title"], f"{w['serial_us_per_event']:.1f}",
-                         f"{s['seer(2)']['speedup']:.2f}", f"{s['seer(2)']['cpu_ratio']:.2f}",
-                         "-" if share is None else f"{share:.2f}",
+                         f"{s[mine]['speedup']:.2f}", _num(s[mine]["cpu_ratio"]),
+                         _num(s[mine].get("of_ceiling")),
                          f"{best} {peers[best]:.2f}" if best else "-"])
-        out += ["## SEER and its peers, 2 threads", "",
+        capacity = [w[k] for w in ws for k in ("capacity_before", "capacity_after")]
+        out += [f"## SEER and its peers, {t} threads", "",
                 f"`{eff['command']}` at commit {eff['host'].get('commit', '?')}: "
-                f"{eff['rounds']} rounds of {eff['steps']} steps; host capacity "
-                f"{min(w['capacity_before'] for w in eff['workloads'].values()):.2f}-"
-                f"{max(w['capacity_after'] for w in eff['workloads'].values()):.2f}. *CPU*: "
-                "process CPU over serial's; *of ceiling*: speed-up over that of two "
-                "independent serial runs on two threads (above 1 where sharing one model's "
-                "read-only data beats two copies of it).", "",
-                *table(["workload", "serial µs/event", "seer(2) speed-up", "CPU",
-                        "of ceiling", "best peer"], rows), ""]
+                f"{ws[0]['rounds']} round{'s' * (ws[0]['rounds'] != 1)} of {ws[0]['steps']} steps; "
+                f"host capacity "
+                f"{min(capacity):.2f}-{max(capacity):.2f}. *CPU*: process CPU over serial's; "
+                f"*of ceiling*: speed-up over that of {t} independent serial runs on {t} "
+                "threads (above 1 where sharing one model's read-only data beats copies of "
+                "it).", "", *table(["workload", "serial µs/event", f"{mine} speed-up", "CPU",
+                                    "of ceiling", "best peer"], rows), ""]
     h, z = r.parts.get("pcs_hotspot"), r.z
     if h is not None:
         rows = [[f"{g:g}", *[f"{h.speedup(f'{cfg}-serial', f'{cfg}-{x}'):.2f}"
@@ -456,226 +450,32 @@ def write_results(r: Results, figures: list[str], run: dict, span: str) -> str:
     return "\n".join(out) + "\n"
 
 
+
+
 # -- RESULTS-manycore.md -----------------------------------------------------------------------
-#: the paper's figures, beside which the many-core study's are shown (its machines, not ours)
-PAPER_AIRCRAFT = (16.92, 41.22, 52.93)  # steps/s: serial -> 4 workers -> best
-PAPER_SPEEDUP_4 = 2.81
-PAPER_PCS_VARIANCE = (23.79, 2.59)  # per-thread CPU utilisation variance, baseline -> SEER
-Row = dict[str, Any]
-
-
-def by_config(rows: list[Row]) -> dict[str, list[Row]]:
-    """Point rows by model, in order of workload, size, hotspot peak."""
-    out: dict[str, list[Row]] = {}
-    for r in sorted(rows, key=lambda r: (r["config"]["workload"], r["config"]["entities"],
-                                         r["config"]["gain"])):
-        out.setdefault(r["config_name"], []).append(r)
-    return out
-
-
-def title(row: Row) -> str:
-    c = row["config"]
-    if c["workload"] == "aircraft":
-        return f"Aircraft {c['entities']} UAVs, ~{c['cost_us']:g} µs"
-    return f"PCS {c['entities']} cells, ~{c['cost_us']:g} µs, hotspot {c['gain']:g}"
-
-
-def kinds(rows: list[Row]) -> list[str]:
-    """Pooled runtimes present: seer and the peers, then the others."""
-    order = ["seer", "static", "static-block", "global", "optimistic"]
-    seen = {r["runtime"] for r in rows if r["runtime"] != "serial"}
-    return sorted(seen, key=lambda k: (order.index(k) if k in order else len(order), k))
-
-
-def rate(rows: list[Row], runtime: str, threads: int) -> float | None:
-    r = next((x for x in rows if x["runtime"] == runtime and
-              (runtime == "serial" or x["threads"] == threads)), None)
-    return r["steps_per_s"] if r else None
-
-
-def speedup(row: Row, serial: float | None) -> float | None:
-    """Over the comparison's own serial where the row has it, else over ``serial``."""
-    if row.get("speedup") is not None:
-        return row["speedup"]
-    return row["steps_per_s"] / serial if serial else None
-
-
-def manycore_lines(data: dict[str, Any], figures: list[str], note: str = "") -> list[str]:
-    """The lines of RESULTS-manycore.md from :func:`bench.manycore.load_results`."""
-    out = ["# Many-core study", ""]
-    sessions, points = data["sessions"], data["points"]
-    if not sessions and not any(points.values()) and not data["stpa"]:
-        return [*out, "Not run yet: no results in this directory. On a machine with many "
-                "cores: `scripts/bundle.sh` here, then `dist/bundle/run.sh python -m "
-                "bench.manycore --out $OUT/manycore` there (docs/manycore.md), then "
-                "`python -m bench.report --manycore DIR` here."]
-    out += ["Produced by `python -m bench.manycore` (one round of directly timed steps per "
-            "point: build, reset, one warm-up step, then the same timed steps for every "
-            "runtime; steps/s = timed steps / their wall time). Speed-ups are over "
-            "`serial` on the same model and steps.", ""]
-    goals = goal_rows(Results(Sizes("fast"), {}, manycore=data), sources=["manycore"])
-    out += [*_mc_sessions(sessions), "## Goals", "",
-            *table(["goal", "target", "measured", "met"], goals), "", *_mc_paper(points),
-            *_mc_scans(points["scan"]), *_mc_balance(points["balance"]),
-            *_mc_hotspot(points["hotspot"]), *_mc_stpa(data["stpa"])]
-    checked = [r for rows in points.values() for r in rows if r.get("identical") is not None
-               or r["runtime"] == "serial"]
-    bad = [f"{r['group']} {r['config_name']} {r['label']}" for r in checked
-           if r.get("identical") is False]
-    out += ["## Bit-identical results", "",
-            (f"State after the timed steps identical across runtimes and thread counts in "
-             f"all {len(checked)} points (sha256 of every state field)." if not bad else
-             f"**{len(bad)} of {len(checked)} points end in a state that differs from "
-             "serial's**: " + "; ".join(bad[:20]) + "."), ""]
-    if data["errors"]:
-        out += ["## Points that failed", "",
-                *[f"- {e.get('key', '?')}: {e.get('error', '')}" for e in data["errors"]], ""]
-    return [*out, "## Figures", "",
-            *([f"![{Path(f).stem}]({f})" for f in figures] or [note or "No points measured."])]
-
-
-def _mc_sessions(sessions: list[dict[str, Any]]) -> list[str]:
-    if not sessions:
-        return ["No session record (host facts) in this directory.", ""]
-    rows = []
-    for s in sessions:
-        h = s.get("host", {})
-        cap = [s.get(k, {}).get("effective_cores") for k in ("capacity_before",
-                                                             "capacity_after")]
-        rows.append([
-            s.get("started", "?"), s.get("mode", "?"), str(h.get("cores", "?")),
-            h.get("cpu_model", "") or "?",
-            f"{h.get('interpreter', {}).get('python', '?').split(' (')[0]}, GIL "
-            f"{'on' if h.get('gil_enabled') else 'off'}",
-            " / ".join("-" if c is None else f"{c:.1f}" for c in cap),
-            f"{s.get('elapsed_s', 0):.0f} of {s.get('budget_s', 0):.0f}",
-            " / ".join(str(s.get(k, "?")) for k in ("measured", "existing", "over_budget",
-                                                    "failed")), str(h.get("commit", "?"))])
-    return ["## Machine and runs", "",
-            *table(["started (UTC)", "mode", "cores", "CPU", "Python", "effective cores "
-                     "before / after", "seconds of budget", "measured / there / left / "
-                     "failed", "commit"], rows), "",
-            "Effective cores: T x time of a pure-Python loop on 1 thread / time on T threads "
-            "at once (T = the cores), before and after the run; T on an idle machine.", ""]
-
-
-def _mc_paper(points: dict[str, list[Row]]) -> list[str]:
-    air = [r for r in points["scan"] if r["config"]["workload"] == "aircraft"
-           and r["config"]["entities"] == 800]
-    serial, seer4 = rate(air, "serial", 1), rate(air, "seer", 4)
-    best = max((r for r in air if r["runtime"] == "seer"), key=lambda r: r["steps_per_s"],
-               default=None)
-    if serial and seer4 and best:
-        ours_scan = (f"serial {serial:.2f} -> seer(4) {seer4:.2f} -> best "
-                     f"{best['label']} {best['steps_per_s']:.2f}")
-        four = next(r for r in air if r["runtime"] == "seer" and r["threads"] == 4)
-        ours_4 = f"{speedup(four, serial):.2f}x (seer(4) / serial)"
-    else:
-        ours_scan = ours_4 = "not measured"
-    pcs = [r for r in points["balance"] if r["config"]["workload"] == "pcs"]
-    var = {r["runtime"]: r["cpu_util_var"] for r in pcs if r.get("cpu_util_var") is not None}
-    t = pcs[0]["threads"] if pcs else 16
-    ours_var = ", ".join(f"{k}({t}) {var[k]:.2f}" for k in kinds(pcs) if k in var) \
-        or "not measured"
-    return ["## Next to the paper", "",
-            *table(["figure", "paper", "this run"], [
-                ["Aircraft 800 UAVs ~200 µs, steps/s", " -> ".join(
-                    f"{x:.2f}" for x in PAPER_AIRCRAFT), ours_scan],
-                ["Aircraft speed-up with 4 workers", f"{PAPER_SPEEDUP_4:.2f}x", ours_4],
-                ["PCS load balance: variance of per-thread CPU utilisation (%²), baseline "
-                 "-> SEER", " -> ".join(f"{x:.2f}" for x in PAPER_PCS_VARIANCE), ours_var],
-            ]), "",
-            "The paper's figures come from its own machines and implementation; they stand "
-            "here for orientation, not as a like-for-like comparison. Ours are one round "
-            "on the machine of the table above.", ""]
-
-
-def _cell(r: Row | None, serial: float | None) -> str:
-    if r is None:
-        return "-"
-    up = speedup(r, serial)
-    return f"{r['steps_per_s']:.2f}" + ("" if up is None else f" ({up:.2f}x)")
-
-
-def _mc_scans(rows: list[Row]) -> list[str]:
-    if not rows:
-        return ["## Thread scans", "", "Not run.", ""]
-    out = ["## Thread scans (steps/s, speed-up over serial in parentheses)", ""]
-    for name, cfg in by_config(rows).items():
-        threads = sorted({r["threads"] for r in cfg if r["runtime"] != "serial"})
-        serial = rate(cfg, "serial", 1)
-        table_rows = []
-        for kind in kinds(cfg):
-            mine = {r["threads"]: r for r in cfg if r["runtime"] == kind}
-            best = max(mine.values(), key=lambda r: r["steps_per_s"])["threads"]
-            table_rows.append([kind, *(f"**{_cell(mine[t], serial)}**" if t == best else
-                                       _cell(mine.get(t), serial) for t in threads)])
-        out += [f"### {title(cfg[0])} (`{name}`, {cfg[0]['steps']} timed steps per point)",
-                "", f"serial: {serial:.2f} steps/s." if serial else "serial: not measured.",
-                "", *table(["runtime", *[f"T={t}" for t in threads]], table_rows), "",
-                "Bold: the runtime's best thread count.", ""]
-    return out
-
-
-def _mc_balance(rows: list[Row]) -> list[str]:
-    if not rows:
-        return ["## Load balance", "", "Not run.", ""]
-    out = ["## Load balance (per-thread CPU time)", ""]
-    for name, cfg in by_config(rows).items():
-        table_rows = []
-        for kind in kinds(cfg):
-            r = next(x for x in cfg if x["runtime"] == kind)
-            cpu, events = r["workers"]["cpu_s"], r["workers"]["events"]
-            var, cv = r.get("cpu_util_var"), r.get("cpu_cv")
-            table_rows.append([
-                r["label"], f"{r['steps_per_s']:.2f}",
-                f"{min(cpu):.3f} / {statistics.fmean(cpu):.3f} / {max(cpu):.3f}" if cpu
-                else "-", f"{min(events)} / {max(events)}" if events else "-",
-                str(sum(r["workers"]["steals"])) if cpu else "-",
-                "-" if var is None else f"{var:.2f}", "-" if cv is None else f"{cv:.3f}"])
-        out += [f"### {title(cfg[0])} (`{name}`, {cfg[0]['steps']} steps)", "",
-                *table(["runtime", "steps/s", "CPU s per thread min / mean / max",
-                        "events per thread min / max", "chunks stolen", "utilisation "
-                        "variance (%²)", "CPU CV"], table_rows), ""]
-    return [*out, "Utilisation of a thread: its CPU time inside the runtime's tasks over the "
-            "wall time of the timed steps, in %; the variance is over the threads (the "
-            f"paper's PCS figure: {PAPER_PCS_VARIANCE[0]} for its baseline, "
-            f"{PAPER_PCS_VARIANCE[1]} for SEER). CV: standard deviation / mean of the CPU "
-            "seconds.", ""]
-
-
-def _mc_hotspot(rows: list[Row]) -> list[str]:
-    if not rows:
-        return ["## PCS hotspot sweep", "", "Not run.", ""]
-    present, threads = kinds(rows), max(r["threads"] for r in rows)
-    table_rows = []
-    for cfg in sorted(by_config(rows).values(), key=lambda c: c[0]["config"]["gain"]):
-        serial = rate(cfg, "serial", 1)
-        at = {r["runtime"]: r for r in cfg if r["threads"] == threads}
-        table_rows.append([f"{cfg[0]['config']['gain']:g}",
-                           "-" if serial is None else f"{serial:.2f}",
-                           *(_cell(at.get(k), serial) for k in present)])
-    first = rows[0]["config"]
-    return [f"## PCS hotspot sweep ({first['entities']} cells, ~{first['cost_us']:g} µs, "
-            f"{threads} threads; steps/s and speed-up over serial)", "",
-            *table(["hotspot peak", "serial", *[label(k, threads) for k in present]],
-                   table_rows), ""]
-
-
-def _mc_stpa(rows: list[Row]) -> list[str]:
-    if not rows:
-        return ["## STPA data collection", "", "Not run (or no configuration finished).", ""]
-    table_rows = []
-    for r in rows:
-        tput = [statistics.median(x) for x in r["throughput"]]
-        table_rows.append([r["config"]["name"], str(r.get("cores", "?")),
-                           str(r.get("t_max", len(tput))), str(r["label"]),
-                           f"{tput[0]:.2f}", f"{max(tput):.2f}", f"{r.get('seconds', 0):.1f}"])
-    return ["## STPA data collection", "",
-            f"Configurations measured: {len(rows)} (those of "
-            "`seer.stpa.dataset.default_configurations()`, one tiny one in a smoke run), "
-            "each as `seer stpa collect` measures it: preflights, and a full scan T = "
-            "1..t_max whose best T is the label. The rows are in the session files, in the "
-            "form `collect` assembles its data set from.", "",
-            *table(["configuration", "cores seen", "t_max", "label (best T)",
-                    "steps/s at T=1", "best steps/s", "seconds"], table_rows), ""]
+def write_manycore(r: Results, figures: list[str], note: str = "") -> str:
+    """The whole of RESULTS-manycore.md from a many-core run's files, the same parts as
+    RESULTS.md's (``bench.efficiency``'s comparisons and load balance) and ``seer stpa
+    collect``'s manifest (``stpa_collect``) and ``seer.stpa.holdout``'s checks (``holdout``)."""
+    out = ["# Many-core results", ""]
+    eff, collected = r.efficiency, r.stpa_collect
+    if eff is None and collected is None:
+        return "\n".join([*out, "Not run yet: no results in this directory. The prepared "
+                          "run and how to render it: docs/manycore.md."]) + "\n"
+    if eff is not None:
+        h = eff["host"]
+        out += [f"{h['interpreter']['python'].split(' (')[0]}, GIL "
+                f"{'on' if h.get('gil_enabled') else 'off'}, {h['cores']} cores "
+                f"({h.get('cpu_model') or '?'}), {h.get('date', '?')}, commit {h['commit']}: "
+                f"`{eff['command']}`.", *([f"{eff['note']}"] if eff.get("note") else []), ""]
+    out += ["## Goals", "", *table(["goal", "target", "measured", "met"],
+                                   goal_rows(r, many_core=True)), "", *_scans(r), *_peers(r)]
+    if collected is not None:
+        configs = collected["configurations"]
+        out += ["## STPA data", "", f"`{collected['command']}` ({collected['date']}): "
+                f"{len(configs)} configurations measured, best thread count of each: "
+                + ", ".join(f"{c['name']} {c['label']}" for c in configs) + "; not measured: "
+                + (", ".join(collected["not_measured"]) or "none") + ".",
+                *holdout_lines({"holdout": r.holdout}), ""]
+    return "\n".join([*out, "## Figures", "", *([f"![{Path(f).stem}]({f})" for f in figures]
+                                                or [note or "None drawn."])]) + "\n"

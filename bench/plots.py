@@ -9,64 +9,59 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import seer
-from bench import markdown as mc
-from bench.harness import ALL, PEERS, Part, config_name, label, save_figure
-from bench.markdown import Results, Row, break_even, cost_points, scan_pairs, speedup
+from bench.harness import PEERS, Part, config_name, label, save_figure
+from bench.markdown import Results, break_even, by_threads, cost_points
 from bench.sizes import Sizes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["draw", "draw_manycore", "when_seer_helps"]
+__all__ = ["draw", "manycore_points", "when_seer_helps"]
 
 #: one line of a plot: legend label, x values, y values
 Series = tuple[str, Sequence[float], Sequence[float]]
 
 
-def draw(r: Results, where: Path) -> list[str]:
-    """Write every figure that has data into ``where``; return their file names."""
+def draw(r: Results, where: Path, prefix: str = "") -> list[str]:
+    """Write every figure that has data into ``where`` (``prefix`` before each name);
+    return their file names."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     m, z = r.parts, r.z
-    makers = {
-        "when_seer_helps.png": lambda: when_seer_helps(r),
-        "speedup_vs_threads.png": lambda: _thread_scan(m, z),
-        "throughput_vs_cost.png": lambda: _cost_sweep(m["cost_sweep"], z),
-        "latency_vs_entities.png": lambda: _latency(m, z),
-        "hotspot.png": lambda: _hotspot(m["pcs_hotspot"], z),
-        "cpu_per_thread.png": lambda: _cpu_per_thread(r.balance),
-        "stpa_choices.png": lambda: _stpa_choices(r.stpa),
-        "marl_loop.png": lambda: _marl_loop(r.marl_loop),
-        "distributed.png": lambda: _replicas(r.replicas),
+    scans = by_threads(r.efficiency)[0]
+    figures = {
+        "when_seer_helps.png": (cost_points(r), lambda: when_seer_helps(r)),
+        "speedup_vs_threads.png": (m.get("thread_scan") and m.get("pcs_thread_scan"),
+                                   lambda: _thread_scan(m, z)),
+        "efficiency_scans.png": (scans, lambda: _efficiency_scans(scans)),
+        "hotspot.png": (m.get("pcs_hotspot"), lambda: _hotspot(m["pcs_hotspot"], z)),
+        "cpu_per_thread.png": (r.balance, lambda: _cpu_per_thread(r.balance)),
+        "stpa_choices.png": (r.stpa, lambda: _stpa_choices(r.stpa)),
+        "marl_loop.png": (r.marl_loop, lambda: _marl_loop(r.marl_loop)),
+        "distributed.png": ((r.replicas or {}).get("throughput"), lambda: _replicas(r.replicas)),
     }
-    needs = {"speedup_vs_threads.png": m.get("thread_scan") and m.get("pcs_thread_scan"),
-             "throughput_vs_cost.png": m.get("cost_sweep"),
-             "latency_vs_entities.png": m.get("entity_sweep") and m.get("pcs_entity_sweep"),
-             "hotspot.png": m.get("pcs_hotspot"), "cpu_per_thread.png": r.balance,
-             "stpa_choices.png": r.stpa, "when_seer_helps.png": cost_points(r),
-             "marl_loop.png": r.marl_loop, "distributed.png": (r.replicas or {}).get("throughput")}
     drawn = []
-    for name, make in makers.items():
-        if needs[name]:
+    for name, (data, make) in figures.items():
+        if data:
             fig = make()
             FigureCanvasAgg(fig)
-            drawn += save_figure(fig, where, name)
+            drawn += save_figure(fig, where, prefix + name)
     return drawn
 
 
-def manycore_points(manycore: dict | None, threads: int = 16) -> list[tuple[float, float]]:
-    """(serial µs per event, seer(threads) speed-up) of every scanned configuration of a
-    many-core study."""
-    return [(1e6 / serial["steps_per_s"] / serial["events_per_step"],
-             speedup(mine, serial["steps_per_s"]))
-            for serial, mine in scan_pairs(manycore, threads).values()
-            if serial.get("events_per_step")]
+def manycore_points(efficiency: dict | None, threads: int = 16) -> list[tuple[float, float]]:
+    """(serial µs per event, seer(threads) speed-up) of every comparison at ``threads``
+    of a many-core run's efficiency part."""
+    mine = label("seer", threads)
+    return [(w["serial_us_per_event"], w["summary"][mine]["speedup"])
+            for w in (efficiency or {}).get("workloads", {}).values()
+            if w["threads"] == threads and mine in w["summary"]]
 
 
 def when_seer_helps(r: Results) -> Figure:
     """The README's figure: speed-up over serial against the serial time per event, SEER
-    on 2 threads (this host) and on 16 (the many-core study), with the break-even."""
+    on 2 threads (this host) and on 16 (the many-core run), with the break-even."""
     fig = _new_figure(6.0, 3.9)
     ax = fig.add_subplot()
     two = sorted(cost_points(r, "seer(2)"))
@@ -133,32 +128,6 @@ def _thread_scan(m: dict[str, Part], z: Sizes) -> Figure:
     fig = _new_figure(5.5, 3.8)
     _lines(fig.add_subplot(), series, xlabel="threads", ylabel="speed-up over serial",
            title=f"Thread scan ({seer.cpu_count()} cores)", baseline=True, legend_size=8)
-    return fig
-
-
-def _cost_sweep(c: Part, z: Sizes) -> Figure:
-    """Throughput over serial vs handler cost, every runtime."""
-    configs = [config_name("bench", z.n_bench, cost, 2.0) for cost in z.costs]
-    series = [(name, z.costs, _speedups(c, configs, name)) for name in ALL[1:]]
-    fig = _new_figure(5.5, 3.8)
-    _lines(fig.add_subplot(), series, xlabel="handler cost (µs)", ylabel="throughput / serial",
-           title=f"BenchModel, {z.n_bench} entities", baseline=True,
-           xscale={"value": "symlog", "linthresh": 10}, legend_size=7)
-    return fig
-
-
-def _latency(m: dict[str, Part], z: Sizes) -> Figure:
-    """Step latency vs entity count, Aircraft and PCS side by side."""
-    fig = _new_figure(8, 3.5)
-    for i, (part, workload, sweep, cost, title) in enumerate((
-            ("entity_sweep", "aircraft", z.air_sweep, z.air_cost, "Aircraft"),
-            ("pcs_entity_sweep", "pcs", z.pcs_sweep, z.pcs_cost, "PCS"))):
-        e = m[part]
-        configs = [config_name(workload, n, cost, 2.0) for n in sweep]
-        series = [(name, sweep, [1e3 * e[f"{c}-{name}"] for c in configs])
-                  for name in ("serial", "seer(2)")]
-        _lines(fig.add_subplot(1, 2, i + 1), series, xlabel="entities", ylabel="ms per step",
-               title=f"{title} step latency")
     return fig
 
 
@@ -277,101 +246,21 @@ def _replicas(result: dict) -> Figure:
     return fig
 
 
-# -- RESULTS-manycore.md -----------------------------------------------------------------------
-def draw_manycore(data: dict, where: Path) -> list[str]:
-    """The many-core study's figures of the measured groups; their file names."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    points, figures = data["points"], {}
-    cores = max((s.get("host", {}).get("cores", 0) for s in data["sessions"]), default=0)
-    if points["scan"]:
-        figures["manycore_thread_scans.png"] = _mc_scans(points["scan"], cores)
-    if points["balance"]:
-        figures["manycore_load_balance.png"] = _mc_balance(points["balance"])
-    if points["hotspot"]:
-        figures["manycore_hotspot.png"] = _mc_hotspot(points["hotspot"])
-    for name, fig in figures.items():
-        FigureCanvasAgg(fig)
-        save_figure(fig, where, name, dpi=110)
-    return list(figures)
-
-
-def _mc_scans(rows: list[Row], cores: int) -> Figure:
-    """Steps/s against threads per runtime, one panel per model; serial dashed; the
-    paper's Aircraft figures on the Aircraft 800 panel."""
-    configs = mc.by_config(rows)
-    cols = min(2, len(configs))
-    nrows = (len(configs) + cols - 1) // cols
-    fig = _new_figure(5.2 * cols, 3.6 * nrows)
-    for i, cfg in enumerate(configs.values()):
-        ax = fig.add_subplot(nrows, cols, i + 1)
-        for j, kind in enumerate(mc.kinds(cfg)):
-            mine = sorted((r for r in cfg if r["runtime"] == kind), key=lambda r: r["threads"])
-            ax.plot([r["threads"] for r in mine], [r["steps_per_s"] for r in mine], "o-",
-                    color=f"C{j}", label=kind, ms=4)
-        serial = mc.rate(cfg, "serial", 1)
-        if serial:
-            ax.axhline(serial, color="grey", ls="--", lw=1, label="serial")
-        if cores:
-            ax.axvline(cores, color="0.7", ls=":", lw=1)
-        c = cfg[0]["config"]
-        if c["workload"] == "aircraft" and c["entities"] == 800:
-            ax.text(0.02, 0.97, "paper: " + " -> ".join(f"{x:g}" for x in mc.PAPER_AIRCRAFT)
-                    + f" steps/s,\n{mc.PAPER_SPEEDUP_4}x with 4 workers",
-                    transform=ax.transAxes, va="top", fontsize=7, color="0.3")
+def _efficiency_scans(scans: dict[str, dict[int, dict]]) -> Figure:
+    """Speed-up over serial against threads per runtime, one panel per scanned workload."""
+    cols = min(2, len(scans))
+    rows = (len(scans) + cols - 1) // cols
+    fig = _new_figure(5.2 * cols, 3.6 * rows)
+    for i, by_t in enumerate(scans.values()):
+        ts = sorted(by_t)
+        kinds = dict.fromkeys(rt["kind"] for w in by_t.values()
+                              for name, rt in w["runtimes"].items() if name != "serial")
+        series = [(kind, [t for t in ts if label(kind, t) in by_t[t]["summary"]],
+                   [by_t[t]["summary"][label(kind, t)]["speedup"] for t in ts
+                    if label(kind, t) in by_t[t]["summary"]]) for kind in kinds]
+        ax = fig.add_subplot(rows, cols, i + 1)
+        _lines(ax, series, xlabel="threads", ylabel="speed-up over serial",
+               title=by_t[ts[0]]["title"], baseline=True, legend_size=7)
         ax.set_xscale("log", base=2)
-        ts = sorted({r["threads"] for r in cfg})
         ax.set_xticks(ts, [str(t) for t in ts])
-        ax.set_xlabel("threads" + (f" (dotted: {cores} cores)" if cores else ""))
-        ax.set_ylabel("steps/s")
-        ax.set_title(mc.title(cfg[0]), fontsize=9)
-        ax.legend(fontsize=7, loc="lower right")
-    return fig
-
-
-def _mc_balance(rows: list[Row]) -> Figure:
-    """Variance of per-thread CPU utilisation per runtime, one panel per model."""
-    configs = mc.by_config(rows)
-    fig = _new_figure(4.6 * len(configs), 3.6)
-    for i, cfg in enumerate(configs.values()):
-        ax = fig.add_subplot(1, len(configs), i + 1)
-        first = {k: next(r for r in cfg if r["runtime"] == k) for k in mc.kinds(cfg)}
-        names = [k for k, r in first.items() if r.get("cpu_util_var") is not None]
-        values = [first[k]["cpu_util_var"] for k in names]
-        ax.bar(range(len(names)), values, color=[f"C{j}" for j in range(len(names))])
-        for j, v in enumerate(values):
-            ax.text(j, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
-        if cfg[0]["config"]["workload"] == "pcs":
-            for value, name, style in ((mc.PAPER_PCS_VARIANCE[0], "paper, baseline", "--"),
-                                       (mc.PAPER_PCS_VARIANCE[1], "paper, SEER", ":")):
-                ax.axhline(value, color="0.4", ls=style, lw=1, label=name)
-            ax.legend(fontsize=7)
-        positive = [v for v in values if v > 0]
-        if positive and max(positive) > 30 * min(positive):  # a few bars would vanish
-            ax.set_yscale("log")
-        ax.set_xticks(range(len(names)), names, fontsize=8)
-        ax.set_ylabel("variance of CPU utilisation (%²)")
-        ax.set_title(f"{mc.title(cfg[0])}, {cfg[0]['threads']} threads", fontsize=8)
-    return fig
-
-
-def _mc_hotspot(rows: list[Row]) -> Figure:
-    """Speed-up over serial against the hotspot peak, per runtime."""
-    configs = sorted(mc.by_config(rows).values(), key=lambda c: c[0]["config"]["gain"])
-    threads = max(r["threads"] for r in rows)
-    fig = _new_figure(5.2, 3.6)
-    ax = fig.add_subplot()
-    for j, kind in enumerate(mc.kinds(rows)):
-        got = [(cfg[0]["config"]["gain"], speedup(r, mc.rate(cfg, "serial", 1)))
-               for cfg in configs for r in cfg if r["runtime"] == kind
-               and r["threads"] == threads]
-        got = [(x, y) for x, y in got if y]
-        ax.plot([x for x, _ in got], [y for _, y in got], "o-", color=f"C{j}",
-                label=label(kind, threads), ms=4)
-    ax.axhline(1.0, color="grey", lw=0.5)
-    ax.set_xlabel("hotspot peak (call-rate gain)")
-    ax.set_ylabel("speed-up over serial")
-    ax.set_title(f"PCS {rows[0]['config']['entities']} cells under a moving hotspot",
-                 fontsize=9)
-    ax.legend(fontsize=7)
     return fig

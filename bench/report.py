@@ -4,10 +4,10 @@
     .venv/bin/python -m bench.report --full     # 6 rounds, 2 values each, all T (~35 min)
     .venv/bin/python -m bench.report --smoke    # smallest sizes, into a temp dir (tests)
     .venv/bin/python -m bench.report --only stpa   # re-run one part (here STPA), redraw all
-    .venv/bin/python -m bench.report --manycore DIR   # the many-core study's files
+    .venv/bin/python -m bench.report --manycore DIR   # a many-core run's files
 
 The pyperf parts (:func:`jobs`: ``bench.bench_runtimes`` on the cost sweep, the PCS
-hotspot, the thread scans, the entity sweeps and EmptyModel's overhead) run in *rounds*:
+hotspot, the thread scans and EmptyModel's overhead) run in *rounds*:
 round r runs one pyperf process of every part and appends to its file, so speed-ups are
 taken within a round and then the median over rounds; the host's capacity is measured
 before each round (``run.json``). The other parts (:func:`once_parts`) run once, each a
@@ -30,9 +30,8 @@ import time
 from pathlib import Path
 
 from bench.harness import ALL, PEERS, Part, capacity_now, code_commit, label, load, run_span
-from bench.manycore import load_results as load_manycore
-from bench.markdown import Results, manycore_lines, write_results
-from bench.plots import draw, draw_manycore
+from bench.markdown import Results, write_manycore, write_results
+from bench.plots import draw
 from bench.sizes import Sizes
 
 HERE = Path(__file__).resolve().parent
@@ -50,8 +49,6 @@ def jobs(z: Sizes) -> dict[str, list[str]]:
                        "--runtimes", *ALL],
         "pcs_hotspot": [*pcs, "--entities", str(z.n_pcs), "--costs", str(z.pcs_cost),
                         "--gains", *map(str, z.gains), "--runtimes", *PEERS],
-        "pcs_entity_sweep": [*pcs, "--entities", *map(str, z.pcs_sweep), "--costs",
-                             str(z.pcs_cost), "--runtimes", "serial", "seer(2)"],
         "thread_scan": [*air, "--entities", str(z.n_air), "--costs", str(z.air_cost),
                         "--runtimes", "serial", *[label("seer", t) for t in z.scan],
                         *[label("static", t) for t in z.scan if t > 1],
@@ -59,8 +56,6 @@ def jobs(z: Sizes) -> dict[str, list[str]]:
         "pcs_thread_scan": [*pcs, "--entities", str(z.n_pcs), "--costs", str(z.pcs_cost),
                             "--runtimes", "serial", *[label("seer", t) for t in z.scan],
                             *[label("optimistic", t) for t in z.scan if t > 1]],
-        "entity_sweep": [*air, "--entities", *map(str, z.air_sweep), "--costs",
-                         str(z.air_cost), "--runtimes", "serial", "seer(2)"],
         "overhead": ["--workload", "empty", *z.loops, "--entities", str(z.n_bench),
                      "--costs", "0", "--runtimes", "serial", "seer(1)", "seer(2)"],
     }
@@ -132,27 +127,32 @@ def _parser() -> argparse.ArgumentParser:
                         help="re-run only these parts (names of the result files), reuse "
                         "the other result files")
     parser.add_argument("--manycore", type=Path, default=None, metavar="DIR",
-                        help="only turn the files of a many-core study (bench.manycore) "
+                        help="only turn the files of a many-core run (docs/manycore.md) "
                         "into bench/RESULTS-manycore.md and its figures")
     return parser
+
+
+def _once(results: Path, name: str) -> dict | None:
+    file = results / f"{name}.json"
+    return json.loads(file.read_text()) if file.exists() else None
+
+
+def _balance(results: Path) -> dict | None:
+    balance = {w: _once(results, f"load_balance_{w}") for w in BALANCE_WORKLOADS}
+    return {k: v for k, v in balance.items() if v} or None
 
 
 def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
     """Draw the figures into ``figures`` and return the text of RESULTS.md, from the
     pyperf files ``names`` and the once-run parts' files in ``results``; a part whose file
     is missing reads as not measured."""
-    def once(name: str) -> dict | None:
-        file = results / f"{name}.json"
-        return json.loads(file.read_text()) if file.exists() else None
-
     parts = {name: Part(load(results / f"{name}.json")) for name in names
              if (results / f"{name}.json").exists()}
-    balance = {w: once(f"load_balance_{w}") for w in BALANCE_WORKLOADS}
-    manycore = results / "manycore"
-    r = Results(z, parts, balance={k: v for k, v in balance.items() if v} or None,
-                manycore=load_manycore(manycore) if manycore.is_dir() else None,
-                **{name: once(name) for name in ("efficiency", "memory", "stpa", "pursuit",
-                                                 "mpe", "marl_loop", "replicas")})
+    r = Results(z, parts, balance=_balance(results),
+                manycore=_once(results / "manycore", "efficiency"),
+                **{name: _once(results, name) for name in ("efficiency", "memory", "stpa",
+                                                            "pursuit", "mpe", "marl_loop",
+                                                            "replicas")})
     figures.mkdir(exist_ok=True)
     drawn = draw(r, figures)
     run_file = results / "run.json"
@@ -162,20 +162,23 @@ def render(z: Sizes, names: list[str], results: Path, figures: Path) -> str:
 
 
 def render_manycore(results: Path, out_md: Path, figures: Path) -> None:
-    """Write ``out_md`` (RESULTS-manycore.md) and its figures into ``figures`` from the
-    session files of a many-core study in ``results``; where nothing was measured, say so."""
-    data = load_manycore(Path(results))
+    """Write ``out_md`` (RESULTS-manycore.md) and its figures (``manycore_*.png``) into
+    ``figures`` from a many-core run's files in ``results``: ``efficiency.json``,
+    ``load_balance_*.json`` (bench.efficiency), ``stpa_collect.json`` (seer stpa collect)
+    and ``holdout.json`` (seer.stpa.holdout)."""
+    results = Path(results)
+    r = Results(Sizes("fast"), {}, efficiency=_once(results, "efficiency"),
+                balance=_balance(results), stpa_collect=_once(results, "stpa_collect"),
+                holdout=_once(results, "holdout"))
     drawn, note = [], ""
-    if any(data["points"].values()):
-        try:
-            drawn = draw_manycore(data, Path(figures))
-        except ImportError as exc:  # matplotlib absent (a bundle built without it)
-            note = f"Figures not drawn here ({exc}): render where matplotlib is."
+    try:
+        drawn = draw(r, Path(figures), prefix="manycore_")
+    except ImportError as exc:  # matplotlib absent (a bundle built without it)
+        note = f"Figures not drawn here ({exc}): render where matplotlib is."
     out_md = Path(out_md)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     rel = os.path.relpath(figures, out_md.parent)
-    out_md.write_text("\n".join(manycore_lines(data, [f"{rel}/{f}" for f in drawn], note))
-                      + "\n")
+    out_md.write_text(write_manycore(r, [f"{rel}/{f}" for f in drawn], note))
 
 
 def _run(cmd: list[str], **kwargs: object) -> None:

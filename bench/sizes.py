@@ -30,8 +30,6 @@ class Sizes:
         self.gains = [0, 8] if small else [0, 2, 4, 8]
         self.scan = {"smoke": [1, 2], "fast": [1, 2, 3, 4, 8],
                      "full": [1, 2, 3, 4, 6, 8] + [t for t in (12, 16) if t <= 2 * cores]}[mode]
-        self.air_sweep = [40, 60] if small else [200, 400, 800, 1400]
-        self.pcs_sweep = [36, 64] if small else [400, 900, 1600, 2500]
         self.balance_steps = 2 if small else (10 if mode == "fast" else 20)
 
     @property

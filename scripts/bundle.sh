@@ -127,7 +127,7 @@ write_run_sh() {
 # Run a command of this repository with the bundled free-threaded Python, offline.
 #
 #   dist/bundle/run.sh python -m seer.cli info
-#   dist/bundle/run.sh python -m bench.manycore --out "$OUT/manycore"
+#   dist/bundle/run.sh bash scripts/manycore-run.sh "$OUT/manycore"
 #
 # Unpacks python.tar.xz into a temporary directory, makes a venv with it, installs
 # wheels/*.whl and the project (from the working tree) with pip --no-index, checks that the

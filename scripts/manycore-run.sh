@@ -1,43 +1,51 @@
 #!/usr/bin/env bash
-# The prepared many-core run (docs/manycore.md, "The prepared run"), one command:
-#   (a) the STPA configurations bench.manycore plans that the committed session lacks,
-#   (b) bench.efficiency at 4, 8 and 16 threads (docs/manycore.md, "Next"),
-#   (c) the shipped predictor against fresh scans of two configurations it never saw
-#       (python -m seer.stpa.holdout).
-# Everything goes under DIR. Each part has its own time limit, so the whole run stays
-# under the device's 10 minutes per command (about 8.5 minutes; --tiny: about 2).
+# The prepared many-core run (docs/manycore.md), one command: the project's own parts at
+# more threads, each under its own time limit, everything under DIR:
+#   (a) bench.efficiency: thread scans of Aircraft 800, PCS 1600 (cost_us=10) and the
+#       PCS hotspot of peak 8, every runtime, with the ceiling at each thread count;
+#   (b) bench.efficiency --balance: per-thread CPU at 16 threads, Aircraft and PCS;
+#   (c) seer stpa collect: the STPA configurations the shipped 16-core rows lack;
+#   (d) python -m seer.stpa.holdout: the shipped predictor against fresh scans.
+# About 8.5 minutes in all (--tiny: about 1), under the device's 10 minutes per command.
+# Then, here: python -m bench.report --manycore DIR.
 #
-#   dist/bundle/run.sh bash scripts/manycore-run.sh "$OUT/prepared"          # 16 cores
-#   .venv/bin/python -m ... is not needed: PYTHON=.venv/bin/python bash scripts/manycore-run.sh /tmp/p --tiny
+#   dist/bundle/run.sh bash scripts/manycore-run.sh "$OUT/manycore"          # 16 cores
+#   PYTHON=.venv/bin/python bash scripts/manycore-run.sh /tmp/mc --tiny      # a check, 2 cores
 set -uo pipefail
 DIR=${1:?usage: scripts/manycore-run.sh DIR [--tiny]}
 TINY=${2:-}
 PY=${PYTHON:-python}
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
-mkdir -p "$DIR/manycore"
+mkdir -p "$DIR"
 status=0
 if [ "$TINY" = "--tiny" ]; then
-    STPA=(--smoke --budget 30); STPA_LIMIT=60
-    EFF=(--smoke --threads 2 --only pcs); EFF_LIMIT=90
+    SCAN=(--smoke --threads 1 2 --only aircraft pcs10); SCAN_LIMIT=90
+    BAL=(--smoke --threads 2); BAL_LIMIT=40
+    STPA=(--quick --t-max 2 --budget 1); STPA_LIMIT=60
     HOLD=(--tiny); HOLD_LIMIT=120
 else
-    STPA=(--budget 150); STPA_LIMIT=190
-    EFF=(--threads 4 8 16 --only aircraft pcs --rounds 2 --steps 4); EFF_LIMIT=220
+    SCAN=(--threads 1 2 4 8 16 --only aircraft pcs10 pcs_gain8 --rounds 2 --steps 4)
+    SCAN_LIMIT=200
+    BAL=(--threads 16 --steps 10); BAL_LIMIT=30
+    STPA=(--missing-from seer/stpa/data/dataset-16core.npz --budget 110); STPA_LIMIT=170
     HOLD=(); HOLD_LIMIT=100
 fi
-# (a) bench.manycore skips what a session in its folder holds: start from the committed one.
-cp bench/results/manycore/session-*.json "$DIR/manycore/"
-ls "$DIR/manycore" > "$DIR/manycore/.committed"
-echo "[prepared] (a) STPA configurations, limit ${STPA_LIMIT}s" >&2
-timeout -k 10 "$STPA_LIMIT" "$PY" -m bench.manycore --only stpa --out "$DIR/manycore" \
-    "${STPA[@]}" > "$DIR/stpa.log" 2>&1 || { echo "[prepared] (a) exit $?" >&2; status=1; }
-echo "[prepared] (b) bench.efficiency, limit ${EFF_LIMIT}s" >&2
-timeout -k 10 "$EFF_LIMIT" "$PY" -m bench.efficiency "${EFF[@]}" --out "$DIR/efficiency.json" \
-    > "$DIR/efficiency.log" 2>&1 || { echo "[prepared] (b) exit $?" >&2; status=1; }
-echo "[prepared] (c) predictor against fresh scans, limit ${HOLD_LIMIT}s" >&2
-timeout -k 10 "$HOLD_LIMIT" "$PY" -m seer.stpa.holdout "${HOLD[@]}" --out "$DIR/holdout.json" \
-    > "$DIR/holdout.log" 2>&1 || { echo "[prepared] (c) exit $?" >&2; status=1; }
-for f in stpa efficiency holdout; do tail -n 3 "$DIR/$f.log" >&2; done
+part() {  # name, limit, command...: one part under its limit; its log in DIR/name.log
+    local name=$1 limit=$2; shift 2
+    echo "[prepared] $name, limit ${limit}s" >&2
+    timeout -k 10 "$limit" "$@" > "$DIR/$name.log" 2>&1 || {
+        echo "[prepared] $name: exit $?" >&2; status=1; }
+    tail -n 2 "$DIR/$name.log" >&2
+}
+part efficiency "$SCAN_LIMIT" "$PY" -m bench.efficiency "${SCAN[@]}" --out "$DIR/efficiency.json"
+for w in aircraft pcs; do
+    only=$w; [ "$w" = pcs ] && only=pcs_gain8
+    part "load_balance_$w" "$BAL_LIMIT" "$PY" -m bench.efficiency --balance --only "$only" \
+        "${BAL[@]}" --out "$DIR/load_balance_$w.json"
+done
+part stpa_collect "$STPA_LIMIT" "$PY" -m seer.cli stpa collect "${STPA[@]}" \
+    --out "$DIR/stpa_collect.npz"
+part holdout "$HOLD_LIMIT" "$PY" -m seer.stpa.holdout "${HOLD[@]}" --out "$DIR/holdout.json"
 echo "[prepared] done (status $status): $DIR" >&2
 exit $status

@@ -48,24 +48,20 @@ def _existing(paths: list[str]) -> list[Path]:
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from seer.stpa.dataset import collect, default_configurations
+    from seer.stpa.dataset import collect, default_configurations, load_dataset
 
     configs = default_configurations(quick=args.quick)
+    if args.missing_from:
+        have = {str(n) for p in _existing(args.missing_from) for n in load_dataset(p)["names"]}
+        configs = [c for c in configs if c.name not in have]
     command = "seer stpa collect " + " ".join(shlex.quote(a) for a in sys.argv[3:])
-    out = collect(configs, Path(args.out), t_max=args.t_max, command=command)
-    print(f"wrote {out} and {out.with_suffix('.json')} ({len(configs)} configurations)")
-    return 0
-
-
-def _import(args: argparse.Namespace) -> int:
-    from seer.stpa.dataset import session_rows
-
-    data = session_rows(_existing([args.session])[0])
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out, **data)
-    print(f"wrote {out}: {len(data['labels'])} preflights of "
-          f"{len(set(data['names'].tolist()))} configurations ({data['machine'][0]})")
+    out = collect(configs, Path(args.out), t_max=args.t_max, command=command,
+                  budget_s=args.budget)
+    left = json.loads(out.with_suffix(".json").read_text())["not_measured"]
+    wrote = f"{out} and " if len(left) < len(configs) else ""
+    print(f"wrote {wrote}{out.with_suffix('.json')} ({len(configs) - len(left)} of "
+          f"{len(configs)} configurations" + (f"; not measured: {', '.join(left)}" if left
+                                              else "") + ")")
     return 0
 
 
@@ -258,13 +254,13 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--t-max", type=positive_int, default=None,
                    help="largest thread count scanned (default: max(8, cores))")
     c.add_argument("--quick", action="store_true", help="four configurations only")
+    c.add_argument("--missing-from", nargs="+", default=None, metavar="DATASET",
+                   help="only the configurations these data sets do not hold")
+    c.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="start no configuration after this many seconds")
     c.set_defaults(func=_one_line(_collect))
-    m = stpa.add_parser("import", help="a many-core session's STPA rows as a data set")
-    m.add_argument("session", help="a bench.manycore session-*.json")
-    m.add_argument("--out", required=True)
-    m.set_defaults(func=_one_line(_import))
     datasets = {"nargs": "+", "default": [str(p) for p in DEFAULT_DATASETS],
-                "help": "data sets (.npz) or many-core session files (.json); default: "
+                "help": "data sets (.npz); default: "
                         "the shipped 2-core and 16-core rows"}
     t = stpa.add_parser("train", help="train the encoder and the regressor on data sets")
     t.add_argument("--dataset", **datasets)

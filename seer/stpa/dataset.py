@@ -44,7 +44,7 @@ from seer.stpa.preflight import (
 )
 
 __all__ = ["Configuration", "collect", "default_configurations", "label_of", "load_dataset",
-           "load_rows", "measure_configuration", "session_rows"]
+           "load_rows", "measure_configuration"]
 
 #: A thread count within this fraction of the best throughput is as good as the best.
 TOLERANCE = 0.03
@@ -130,39 +130,52 @@ def _child(config: Configuration, t_max: int) -> dict[str, Any]:
 
 
 def collect(configs: Iterable[Configuration], out: Path, *, t_max: int | None = None,
-            command: str = "", progress: bool = True) -> Path:
+            command: str = "", progress: bool = True, budget_s: float | None = None) -> Path:
     """Measure every configuration (each in a child process) and write ``out`` (npz, the
-    layout :func:`load_rows` returns) and ``out.with_suffix('.json')`` (the manifest).
-    ``t_max`` defaults to the machine's. Returns the npz path."""
+    layout :func:`load_rows` returns) and ``out.with_suffix('.json')`` (the manifest),
+    both rewritten after every configuration so that a run cut short keeps what it
+    measured. ``t_max`` defaults to the machine's. With ``budget_s``, no configuration
+    starts after that many seconds (the manifest lists the ones left). Returns the npz
+    path."""
     from tqdm import tqdm
 
     configs = list(configs)
     t_max = t_max or machine_t_max(os.cpu_count() or 1)
-    load_before, capacity_before = _load(), capacity(usable_cores())
+    machine = {"python": platform.python_version(), "platform": platform.platform(),
+               "cores": usable_cores(), "processor": platform.processor(),
+               "load_average_before": _load(), "capacity_before": capacity(usable_cores())}
+    started = time.monotonic()
     rows: list[dict[str, Any]] = []
-    for config in tqdm(configs, desc="stpa collect", unit="config", disable=not progress):
+    for i, config in enumerate(tqdm(configs, desc="stpa collect", unit="config",
+                                    disable=not progress)):
+        if budget_s is not None and time.monotonic() - started > budget_s:
+            _write(out, rows, configs[i:], machine, command, t_max)
+            break
         rows.append({"config": asdict(config), **_child(config, t_max)})
-    capacity_after = capacity(usable_cores())
-    arrays = _arrays(rows, _machine_name(os.cpu_count() or 1),
-                     (capacity_before + capacity_after) / 2)
+        _write(out, rows, configs[i + 1:], machine, command, t_max)
+    return out
+
+
+def _write(out: Path, rows: list[dict[str, Any]], left: list[Configuration],
+           machine: dict[str, Any], command: str, t_max: int) -> None:
+    """The data set of ``rows`` and its manifest (``left``: configurations not measured)."""
+    machine = {**machine, "load_average_after": _load(),
+               "capacity_after": capacity(usable_cores())}
     out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out, **arrays)
+    if rows:
+        np.savez_compressed(out, **_arrays(rows, _machine_name(os.cpu_count() or 1), (
+            machine["capacity_before"] + machine["capacity_after"]) / 2))
     manifest = {
-        "command": command,
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cores": usable_cores(), "processor": platform.processor(),
-                    "load_average_before": load_before, "load_average_after": _load(),
-                    "capacity_before": capacity_before, "capacity_after": capacity_after},
+        "command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine,
         "metrics": list(METRICS), "static_features": list(STATIC_FEATURES),
         "t_max": t_max, "tolerance": TOLERANCE,
         "configurations": [{**row["config"], "label": row["label"],
                             "cores_seen": row["cores"],
                             "median_throughput": np.median(row["throughput"], axis=1).tolist(),
                             "preflight_seconds": row["preflight_seconds"]} for row in rows],
+        "not_measured": [c.name for c in left],
     }
     out.with_suffix(".json").write_text(json.dumps(manifest, indent=1))
-    return out
 
 
 def _machine_name(host_cores: int) -> str:
@@ -225,21 +238,6 @@ def _finite(throughput: np.ndarray) -> np.ndarray:
     return throughput[:, ~np.isnan(throughput).any(axis=0)]
 
 
-def session_rows(path: Path) -> dict[str, np.ndarray]:
-    """The STPA rows of a many-core session file (``bench.manycore``'s
-    ``session-*.json``: its ``stpa`` list, its host and capacity) in :func:`load_rows`'s
-    layout."""
-    session = json.loads(Path(path).read_text())
-    rows = session.get("stpa") or []
-    if not rows:
-        raise ModelError(f"{path}: no STPA rows (a bench.manycore session's 'stpa' list)")
-    cap = [session.get(k, {}).get("effective_cores") for k in ("capacity_before",
-                                                               "capacity_after")]
-    cap = [c for c in cap if c]
-    host = session["host"]["cores"]
-    return _arrays(rows, _machine_name(host), float(np.mean(cap)) if cap else float(host))
-
-
 def _dataset_rows(path: Path) -> dict[str, np.ndarray]:
     """A ``seer stpa collect`` data set in :func:`load_rows`'s layout (files written
     before it had the machine fields get them from the manifest beside them)."""
@@ -264,8 +262,8 @@ def _dataset_rows(path: Path) -> dict[str, np.ndarray]:
 
 
 def load_rows(paths: Iterable[Path]) -> dict[str, np.ndarray]:
-    """STPA's training rows from data sets (``.npz``, ``seer stpa collect``) and many-core
-    session files (``.json``), merged: per preflight row ``features`` ``(n, N, steps, 3)``,
+    """STPA's training rows from data sets (``.npz``, ``seer stpa collect``), merged: per
+    preflight row ``features`` ``(n, N, steps, 3)``,
     ``static`` ``(n, len(STATIC_FEATURES))``, ``throughput`` ``(n, T, repeats)`` (NaN past
     a row's scan), ``t_range``, ``labels``, ``groups`` (``"<machine>/<group>"``),
     ``names`` and ``machine`` (``"<cores>-core"``); ``mask``: metrics every source has."""
@@ -274,7 +272,7 @@ def load_rows(paths: Iterable[Path]) -> dict[str, np.ndarray]:
         path = Path(path)
         if not path.exists():
             raise ModelError(f"STPA data {path} does not exist")
-        parts.append(session_rows(path) if path.suffix == ".json" else _dataset_rows(path))
+        parts.append(_dataset_rows(path))
     if not parts:
         raise ModelError("load_rows: no STPA data files given")
     steps = min(p["features"].shape[2] for p in parts)

@@ -1,4 +1,4 @@
-"""seer stpa evaluate on the command line: the report it writes."""
+"""seer stpa on the command line: the evaluation report, and what collect measures."""
 
 import json
 
@@ -30,3 +30,30 @@ def test_evaluate_reports_the_mean_regret_over_seeds(tmp_path, capsys):
             if np.isfinite(figures["mean"]):
                 assert figures["worst"] <= figures["low"] <= figures["mean"] <= figures["high"]
     assert "over seeds 0..1, 2-core: stpa" in capsys.readouterr().out
+
+
+def test_collect_skips_what_a_data_set_holds_and_stops_at_its_budget(tmp_path, capsys):
+    """--missing-from leaves out the configurations a data set holds (of the quick four,
+    the shipped 16-core rows lack only bench-c150-f1); --budget 0 starts none, and the
+    manifest says what was not measured."""
+    from seer.stpa.cli import DEFAULT_DATASETS
+
+    sixteen = next(p for p in DEFAULT_DATASETS if "16core" in p.name)
+    out = tmp_path / "rows.npz"
+    assert cli.main(["stpa", "collect", "--quick", "--missing-from", str(sixteen),
+                     "--budget", "0", "--out", str(out)]) == 0
+    manifest = json.loads(out.with_suffix(".json").read_text())
+    assert manifest["not_measured"] == ["bench-c150-f1"] and not manifest["configurations"]
+    assert not out.exists() and "0 of 1 configurations" in capsys.readouterr().out
+
+
+def test_collect_writes_what_it_measured_before_the_budget_ran_out(tmp_path):
+    from seer.stpa.dataset import load_rows
+
+    out = tmp_path / "rows.npz"
+    assert cli.main(["stpa", "collect", "--quick", "--t-max", "2", "--budget", "0.5",
+                     "--out", str(out)]) == 0
+    manifest = json.loads(out.with_suffix(".json").read_text())
+    assert [c["name"] for c in manifest["configurations"]] == ["bench-c0-f1"]
+    assert len(manifest["not_measured"]) == 3
+    assert set(load_rows([out])["names"].tolist()) == {"bench-c0-f1"}
