@@ -8,11 +8,9 @@
     .venv/bin/python -m bench.bench_runtimes --fast --model mypackage.env:MyModel n=500
 
 Each benchmark times steps after a reset and a warm-up step (same model, seed and actions
-for every runtime) of BenchModel (``--costs``: µs of numpy work per event), a workload
-(``--workload``; ``--gains``: PCS's hotspot peak) or any model (``--model SPEC key=value``,
-as ``seer bench`` takes it). The main process prints throughput over serial at the end.
-``--import MODULE`` (repeatable) imports a module first, in every pyperf worker too, so
-that a runtime it registers can be named in ``--runtimes``.
+for every runtime) of BenchModel (``--costs``: µs per event), a workload (``--gains``:
+PCS's hotspot peak) or any model (``--model SPEC key=value``); ``--import MODULE`` first
+imports a module that registers a runtime, in every pyperf worker too.
 """
 
 from __future__ import annotations

@@ -4,12 +4,10 @@ second thread does the same, on its own objects or on the very same ones.
     .venv/bin/python -m bench.bench_sharing --fast -o sharing.json
     .venv/bin/python -m bench.bench_sharing --fast --ops attr_read rng_draw
 
-Each operation (:data:`OPS`) is a pyperf benchmark ``<op>-<mode>`` in three modes: ``1T``
-(one thread), ``2T-private`` (two threads, each on its own object) and ``2T-shared`` (two
-threads on one object); wall time per operation per thread, so perfect scaling keeps the
-2-thread figure equal to the 1-thread one. ``2T-private / 1T`` is what running beside
-another thread costs, ``2T-shared / 2T-private`` what sharing the object adds; the main
-process prints both. Reading them: docs/performance.md.
+Each operation (:data:`OPS`) is a pyperf benchmark ``<op>-<mode>``: ``1T``, ``2T-private``
+(two threads, each on its own object), ``2T-shared`` (two threads, one object); wall time
+per operation per thread. ``2T-private / 1T`` is what running beside another thread costs,
+``2T-shared / 2T-private`` what sharing adds. Reading them: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,19 @@
 """Before and after: two git revisions (or runtimes side by side), paired, in one run.
 
-    .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 3 --workload pcs \\
+    .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 3 --workload pcs \
         --entities 1600 --costs 15 --runtimes serial seer:2          # pyperf wall time
-    .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 4 --cpu serial seer:2 \\
+    .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 4 --cpu serial seer:2 \
         --workload pcs --entities 1600 --cost 120 --steps 10         # wall and CPU
-    .venv/bin/python -m bench.compare --cachegrind serial seer:1 --top 20 \\
+    .venv/bin/python -m bench.compare --cachegrind serial seer:1 --top 20 \
         --workload pcs --entities 1600 --cost 120                    # instructions, misses
-    .venv/bin/python -m bench.compare --perf serial seer:1 independent:2 seer:2 \\
+    .venv/bin/python -m bench.compare --perf serial seer:1 independent:2 seer:2 \
         --workload pcs --cost 15 --steps 40                          # CPU per function
 
-Each revision is checked out with ``git worktree add --detach`` into a temporary directory
-(removed at the end) and run there with the worktree on ``PYTHONPATH``, its imports
-checked first; only committed code is compared, and rounds alternate which goes first.
-The default mode runs ``python -m bench.bench_runtimes`` with the other arguments once a
-round per revision (pyperf; ``--processes 1 --values 3 --warmups 1 --loops 4`` unless
-given) and gives B/A of the per-round medians. ``--cpu``, ``--cachegrind`` and ``--perf``
-run each runtime alone in a fresh process (:data:`CHILD`): wall and process CPU per step;
-instructions and simulated cache misses per step (the difference of runs of 1 and
-``1 + --steps`` steps, so start-up cancels out; one-thread runtimes, as valgrind runs one
-thread at a time); perf samples of the timed steps, each sample's CPU to its innermost
-Python function (or its library), with ``-X perf``. The profilers run without revisions
-on this checkout. What each mode is for, and how to read it: docs/performance.md.
+Each revision runs in a detached ``git worktree`` (imports checked, removed at the end),
+rounds alternating which goes first: ``bench.bench_runtimes`` under pyperf (B/A of the
+per-round medians), or with ``--cpu``, ``--cachegrind`` and ``--perf`` each runtime alone
+in a fresh process (:data:`CHILD`). The profilers also run on this checkout alone. What
+each mode is for, and how to read it: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -208,8 +201,12 @@ def summarise(a: list[Runs], b: list[Runs]) -> tuple[list[Row], list[str]]:
                      for ra, rb in zip(a, b, strict=True)]
         rows.append(Row(n, statistics.median(v for ra in a for v in _values(ra[n])),
                         statistics.median(v for rb in b for v in _values(rb[n])),
-                        statistics.median(per_round), min(per_round), max(per_round)))
+                        *_spread(per_round)))
     return rows, [n for n in names if n not in common]
+
+
+def _spread(per_round: list[float]) -> tuple[float, float, float]:
+    return statistics.median(per_round), min(per_round), max(per_round)
 
 
 def verdict(ratio: float, low: float, high: float) -> str:
@@ -268,8 +265,8 @@ def format_cpu_table(a: list[dict[str, tuple[float, float]]],
     for name in a[0]:
         cells, verdicts = [name], []
         for j in (0, 1):  # wall, then CPU
-            per_round = [rb[name][j] / ra[name][j] for ra, rb in zip(a, b, strict=True)]
-            ratio, low, high = statistics.median(per_round), min(per_round), max(per_round)
+            ratio, low, high = _spread([rb[name][j] / ra[name][j]
+                                        for ra, rb in zip(a, b, strict=True)])
             cells += [_seconds(statistics.median(ra[name][j] for ra in a)),
                       _seconds(statistics.median(rb[name][j] for rb in b)),
                       f"{ratio:.3f} ({low:.3f}-{high:.3f})"]

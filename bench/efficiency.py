@@ -1,17 +1,15 @@
-"""Parallel efficiency: each runtime's speed-up over serial, the CPU time it spent for it,
-and its share of the ceiling, on the project's workloads, side by side; with ``--balance``,
-the per-thread CPU time of each pooled runtime (how evenly the work lands on the threads).
+"""Parallel efficiency: each runtime's speed-up over serial, the CPU it spent for it, and
+its share of the ceiling, side by side; with ``--balance``, per-thread CPU time.
 
-    .venv/bin/python -m bench.efficiency --out bench/results/efficiency.json  # ~5 minutes
+    .venv/bin/python -m bench.efficiency --out bench/results/efficiency.json  # ~20 minutes
     .venv/bin/python -m bench.efficiency --smoke --out /tmp/eff.json          # seconds
     .venv/bin/python -m bench.efficiency --threads 4 8 16 --only aircraft pcs --out m.json
     .venv/bin/python -m bench.efficiency --model mypackage.env:MyModel n=500 --out mine.json
     .venv/bin/python -m bench.efficiency --balance --only pcs_gain8 --steps 20 --out lb.json
 
-Every workload is one :func:`seer.benchmark.compare` (rounds, rotation, paired ratios, the
-ceiling, capacity); ``--threads`` replaces the 2 of every runtime label, one comparison per
-T. How to read speed-up, CPU ratio and ceiling: docs/performance.md. The goals read from
-this file are in ``bench/goals.toml``.
+Every workload is one :func:`seer.benchmark.compare`; ``KEY@T`` (or ``--threads``) runs
+it at T threads. How to read the figures: docs/performance.md; the goals read from this
+file: ``bench/goals.toml``.
 """
 
 from __future__ import annotations
@@ -44,14 +42,20 @@ WORKLOADS: dict[str, tuple[str, str, int, float, float, list[str]]] = {
     "pcs20": ("PCS 1600 cells, cost_us=120 (~20 µs events)", "pcs", 1600, 120, 2.0,
               ["serial", "seer(1)", "seer(2)", "static(2)"]),
     "aircraft": ("Aircraft 800 UAVs, ~200 µs events", "aircraft", 800, 200, 2.0, ALL),
-    "bench10": ("BenchModel 1600 entities, 10 µs events", "bench", 1600, 10, 2.0, ALL),
+    **{f"bench{c}": (f"BenchModel 1600 entities, {c} µs events", "bench", 1600, c, 2.0, ALL)
+       for c in (0, 10, 50, 200)},
     "bench5": ("BenchModel 1600 entities, 5 µs events", "bench", 1600, 5, 2.0,
                ["serial", "seer(2)"]),
-    "pcs_gain0": ("PCS 1600 cells, no hotspot", "pcs", 1600, 15, 0.0, PEERS),
-    "pcs_gain8": ("PCS 1600 cells, hotspot of peak 8", "pcs", 1600, 15, 8.0, PEERS),
+    **{f"pcs_gain{g}": (f"PCS 1600 cells, hotspot of peak {g}" if g else
+                        "PCS 1600 cells, no hotspot", "pcs", 1600, 15, float(g), PEERS)
+       for g in (0, 2, 4, 8)},
+    "empty": ("EmptyModel 1600 entities, 10 empty events each per step", "empty", 1600, 0,
+              2.0, ["serial", "seer(1)", "seer(2)"]),
 }
+#: the thread scans of the default run: ``key@T`` is workload ``key`` at ``T`` threads
+SCANS = [f"{key}@{t}" for key in ("aircraft", "pcs") for t in (1, 3, 4, 8)]
 #: the smoke mode's sizes (the pipeline's correctness only)
-SMOKE_ENTITIES = {"pcs": 64, "aircraft": 40, "bench": 60}
+SMOKE_ENTITIES = {"pcs": 64, "aircraft": 40, "bench": 60, "empty": 60}
 
 
 def at_threads(runtimes: list[str], threads: int) -> list[str]:
@@ -111,6 +115,14 @@ def measure_model(words: list[str], steps: int, rounds: int, threads: int = 2
     return {"title": title, "workload": spec, "threads": threads, **result.to_json()}
 
 
+def _workload(word: str) -> str:
+    key, at, threads = word.partition("@")
+    if key not in WORKLOADS or (at and not threads.isdigit()):
+        raise argparse.ArgumentTypeError(f"{word!r}: give a workload ({', '.join(WORKLOADS)})"
+                                         ", optionally @T (threads)")
+    return word
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
@@ -118,7 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=6, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, nargs="+", default=[2])
-    parser.add_argument("--only", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--only", nargs="+", type=_workload, default=[*WORKLOADS, *SCANS],
+                        metavar="KEY[@T]", help=f"workloads ({', '.join(WORKLOADS)}), KEY@T "
+                        "at T threads only (default: every workload and the scans "
+                        f"{' '.join(SCANS)})")
     parser.add_argument("--model", nargs="+", default=None, metavar="SPEC",
                         help="measure this model (module:callable or a registered name, then "
                         "key=value arguments) instead of the workloads")
@@ -132,7 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.balance:
         if len(args.only) != 1 or args.model:
             parser.error("--balance measures one workload: give it with --only")
-        _title, workload, entities, cost, gain, _runtimes = WORKLOADS[args.only[0]]
+        _title, workload, entities, cost, gain, _runtimes = WORKLOADS[
+            args.only[0].partition("@")[0]]
         entities = SMOKE_ENTITIES[workload] if args.smoke else entities
         steps = 2 if args.smoke else args.steps
         rows = [balance(workload, entities, cost, k, args.threads[0], steps, gain)
@@ -146,9 +162,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     result = record("bench.efficiency", argv, steps=steps, rounds=rounds, smoke=args.smoke,
                     workloads={})
-    todo = [(key, t) for t in args.threads for key in (["model"] if args.model else args.only)]
-    for key, t in tqdm(todo, desc="efficiency", unit="workload"):
-        name = key if args.threads == [2] else f"{key}@{t}"
+    todo = []  # (result name, workload key, threads)
+    for word in ["model"] if args.model else args.only:
+        key, _, at = word.partition("@")
+        for t in [int(at)] if at else args.threads:
+            todo.append((word if at or args.threads == [2] else f"{key}@{t}", key, t))
+    for name, key, t in tqdm(todo, desc="efficiency", unit="workload"):
         result["workloads"][name] = measure_model(args.model, steps, rounds, t) \
             if args.model else measure(key, steps, rounds, t, args.smoke)
         write_json(args.out, result)  # a run cut short keeps what it measured

@@ -1,10 +1,7 @@
-"""The lab's one base: the project's workloads by name, labels, host facts, result files,
-pyperf files and their paired statistics, and the tables the reports print.
-
-The timing itself is the product's (:mod:`seer.benchmark`: timed steps, paired rounds, the
-ceiling of independent runs, capacity, state digests), so a study here and ``seer bench``
-on a user's model measure the same way; this module adds what only the project's own
-studies need. Every study in ``bench/`` builds on it.
+"""The lab's one base: the project's workloads by name, labels, host facts, result and
+pyperf files, and the tables the reports print. The timing itself is the product's
+(:mod:`seer.benchmark`: timed steps, paired rounds, the ceiling, capacity, state digests),
+so a study here and ``seer bench`` on a user's model measure the same way.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shlex
 import statistics
 import subprocess
@@ -37,10 +33,10 @@ from seer.benchmark import (
     timed_steps,
 )
 
-__all__ = ["ROOT", "Part", "capacity_now", "code_commit", "compare", "config_name",
+__all__ = ["ROOT", "capacity_now", "code_commit", "compare", "config_name",
            "cpu_model", "finish", "host_facts", "interleaved", "label", "load", "make_model",
-           "normalise_name", "on_threads", "paired", "parse_runtime",
-           "ratios", "record", "run_span", "save_figure", "state_digest", "table",
+           "on_threads", "paired", "parse_runtime",
+           "ratios", "record", "save_figure", "state_digest", "table",
            "timed_steps", "write_json"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,15 +88,6 @@ def config_name(workload: str, entities: int, cost: float, gain: float) -> str:
     prefix = "step" if workload == "bench" else workload
     name = f"{prefix}-n{entities}-cost{cost:g}us"
     return f"{name}-gain{gain:g}" if workload == "pcs" else name
-
-
-_COLON_SUFFIX = re.compile(r"-(?P<kind>[a-z][a-z-]*):(?P<threads>\d+)$")
-
-
-def normalise_name(name: str) -> str:
-    """A benchmark name with its trailing runtime in the ``kind(threads)`` form:
-    ``step-n60-cost5us-seer:2`` -> ``step-n60-cost5us-seer(2)``; other names unchanged."""
-    return _COLON_SUFFIX.sub(lambda m: f"-{m['kind']}({m['threads']})", name)
 
 
 def interleaved(steppers: dict[str, Callable[[int], Any]], steps: int,
@@ -205,50 +192,9 @@ def load(path: Path) -> Runs:
     # pyperf keeps metadata shared by every benchmark of a file (with one benchmark: all of
     # it, its name too) at the file's level
     shared = data.get("metadata", {})
-    return {normalise_name({**shared, **b.get("metadata", {})}["name"]):
+    return {{**shared, **b.get("metadata", {})}["name"]:
             [r["values"] for r in b["runs"] if r.get("values")]
             for b in data["benchmarks"]}
-
-
-def run_span(paths: Iterable[Path]) -> str:
-    """First and last pyperf run date over all ``paths``, and the minutes between them."""
-    dates = []
-    for path in paths:
-        for b in json.loads(path.read_text())["benchmarks"]:
-            dates += [r["metadata"]["date"] for r in b["runs"] if "date" in r.get("metadata", {})]
-    if not dates:
-        return "no dates recorded"
-    first, last = (datetime.datetime.fromisoformat(d) for d in (min(dates), max(dates)))
-    minutes = (last - first).total_seconds() / 60
-    return f"{first:%Y-%m-%d %H:%M} to {last:%H:%M} UTC, {minutes:.0f} minutes"
-
-
-class Part(dict):
-    """One pyperf result file: benchmark name -> median seconds over all values
-    (``part[name]``), plus speed-ups paired by round.
-
-    ``speedup(a, b)`` is time(a) / time(b) computed within each round (one pyperf process
-    per round and benchmark, the two timed minutes apart at most) and then the median over
-    rounds, so a drift of the machine's speed between rounds cancels out; ``spread(a, b)``
-    is the lowest and highest round."""
-
-    def __init__(self, runs: Runs) -> None:
-        super().__init__({name: statistics.median(v for run in rs for v in run)
-                          for name, rs in runs.items() if any(rs)})
-        self.runs = runs
-
-    def _per_round(self, a: str, b: str) -> list[float]:
-        ra, rb = self.runs.get(a, []), self.runs.get(b, [])
-        if not ra or len(ra) != len(rb):  # not paired: fall back to the medians
-            return [self[a] / self[b]] if a in self and b in self else []
-        return [statistics.fmean(x) / statistics.fmean(y) for x, y in zip(ra, rb, strict=True)]
-
-    def speedup(self, a: str, b: str) -> float:
-        return statistics.median(self._per_round(a, b))
-
-    def spread(self, a: str, b: str) -> tuple[float, float]:
-        rounds = self._per_round(a, b)
-        return min(rounds), max(rounds)
 
 
 def save_figure(fig: Any, where: Path, name: str, **savefig: Any) -> list[str]:

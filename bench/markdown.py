@@ -1,23 +1,20 @@
-"""The text of ``bench/RESULTS.md``: what a user reads in a minute, generated from the
-result files, with the goals of ``bench/goals.toml`` first.
-
-:func:`write_manycore` writes ``bench/RESULTS-manycore.md`` from a many-core run's files
-of the same parts with the same sections and goal rows, so both documents judge a goal the
-same way. Nothing here measures; :mod:`bench.report` runs the
-parts and calls :func:`write_results`.
+"""The text of ``bench/RESULTS.md`` (:func:`write_results`: what a user reads in a minute,
+the goals of ``bench/goals.toml`` first) and of ``bench/RESULTS-manycore.md``
+(:func:`write_manycore`: a many-core run's files of the same parts, the same sections and
+goal rows), from the result files. Nothing here measures.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import statistics
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ALL, PEERS, Part, config_name, label, paired, ratios, table
-from bench.sizes import Sizes
+from bench.harness import ALL, label, paired, ratios, table
 
 __all__ = ["GOALS_FILE", "Results", "also_measured", "break_even", "by_threads", "goal_rows",
            "load_goals",
@@ -40,13 +37,12 @@ def load_goals(path: Path = GOALS_FILE) -> list[dict[str, Any]]:
 
 
 class Results:
-    """Every result file a report reads, each None where it was not measured: ``parts``
-    (pyperf, by name), ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``,
+    """Every result file a report reads, each None where it was not measured:
+    ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``,
     ``pursuit``, ``mpe``, ``manycore`` (the efficiency part of the many-core run, for the
     README's figure), and for RESULTS-manycore.md ``stpa_collect`` and ``holdout``."""
 
-    def __init__(self, z: Sizes, parts: dict[str, Part], **once: dict | None) -> None:
-        self.z, self.parts = z, parts
+    def __init__(self, **once: dict | None) -> None:
         self.once = once
 
     def __getattr__(self, name: str) -> Any:
@@ -57,8 +53,7 @@ class Results:
 
 
 # -- goals -----------------------------------------------------------------------------------
-#: what a goal's source gives: the value, a detail, and (optionally) a second condition of
-#: the goal that the value alone does not show
+#: a goal's reading: the value, a detail, and optionally a second condition of the goal
 Reading = tuple[float, str] | tuple[float, str, bool]
 
 
@@ -73,15 +68,26 @@ def _efficiency(r: Results, g: dict) -> Reading | None:
         return (0.0 if bad else 1.0,
                 f"{len(checked) - len(bad)} of {len(checked)} comparisons"
                 + (f"; differ: {', '.join(bad)}" if bad else ""))
+    if g["measure"] == "lead":  # over every workload of the goal: the closest peer
+        leads = {}
+        for key in g["workloads"]:
+            if key not in eff["workloads"]:
+                return None
+            runtimes = eff["workloads"][key]["runtimes"]
+            mine = runtimes[g["runtime"]]["wall_s"]
+            leads.update({f"{p} on {key}": paired(runtimes[p]["wall_s"], mine)
+                          for p in g["peers"] if p in runtimes})
+        closest = min(leads, key=leads.__getitem__)
+        return leads[closest], f"closest: {closest}"
     w = eff["workloads"].get(g["workload"])
     if w is None:
         return None
     runtimes, s = w["runtimes"], w["summary"]
-    if g["measure"] == "lead":
-        mine = runtimes[g["runtime"]]["wall_s"]
-        leads = {p: paired(runtimes[p]["wall_s"], mine) for p in g["peers"] if p in runtimes}
-        closest = min(leads, key=leads.__getitem__)
-        return leads[closest], f"closest: {closest}"
+    if g["measure"] == "us_per_event":
+        def per_event(name: str) -> float:
+            rt = runtimes[name]
+            return 1e6 * statistics.median(rt["wall_s"]) / rt["events_per_step"]
+        return per_event(g["runtime"]), f"serial {per_event('serial'):.2f} µs"
     value = s[g["runtime"]][g["measure"]]
     if value is None:
         return None
@@ -89,28 +95,6 @@ def _efficiency(r: Results, g: dict) -> Reading | None:
         return value, f"speed-up {s[g['runtime']]['speedup']:.2f}"
     per_round = ratios(runtimes["serial"]["wall_s"], runtimes[g["runtime"]]["wall_s"])
     return value, f"rounds {min(per_round):.2f}-{max(per_round):.2f}"
-
-
-def _pyperf(r: Results, g: dict) -> Reading | None:
-    part = r.parts.get(g["part"])
-    if part is None:
-        return None
-    z = r.z
-    if g["measure"] == "us_per_event":
-        empty = config_name("empty", z.n_bench, 0, 2.0)
-        events = z.n_bench * 10  # EmptyModel(n, per_step=10)
-        return (1e6 * part[f"{empty}-{g['runtime']}"] / events,
-                f"serial {1e6 * part[f'{empty}-serial'] / events:.2f} µs")
-    if g["measure"] == "lead":
-        worst, worst_at = math.inf, ""
-        for gain in (x for x in z.gains if x > 0):
-            cfg = config_name("pcs", z.n_pcs, z.pcs_cost, gain)
-            for p in g["peers"]:
-                v = part.speedup(f"{cfg}-{p}", f"{cfg}-{g['runtime']}")
-                if v < worst:
-                    worst, worst_at = v, f"closest: {p} at peak {gain:g}"
-        return worst, worst_at
-    raise ValueError(f"goal {g['text']!r}: pyperf measure {g['measure']!r} is not known")
 
 
 def _stpa(r: Results, g: dict) -> Reading | None:
@@ -197,7 +181,7 @@ def _marl_loop(r: Results, g: dict) -> Reading | None:
 
 
 SOURCES: dict[str, Callable[[Results, dict], Reading | None]] = {
-    "efficiency": _efficiency, "pyperf": _pyperf, "stpa": _stpa, "memory": _memory,
+    "efficiency": _efficiency, "stpa": _stpa, "memory": _memory,
     "marl_loop": _marl_loop}
 
 
@@ -235,35 +219,21 @@ def break_even(points: Sequence[tuple[float, float]]) -> float | None:
 
 
 def cost_points(r: Results, runtime: str = "seer(2)") -> list[tuple[float, float]]:
-    """(serial µs per event, speed-up of ``runtime``) for every measured configuration:
-    BenchModel's cost sweep (events per step: its ticks and pings, 2 per entity) and every
-    workload of the efficiency part that ran ``runtime``."""
-    pts = []
-    c, z = r.parts.get("cost_sweep"), r.z
-    if c is not None:
-        for cost in z.costs:
-            cfg = config_name("bench", z.n_bench, cost, 2.0)
-            if f"{cfg}-{runtime}" in c:
-                pts.append((1e6 * c[f"{cfg}-serial"] / (2 * z.n_bench),
-                            c.speedup(f"{cfg}-serial", f"{cfg}-{runtime}")))
-    for key, w in (r.efficiency or {}).get("workloads", {}).items():
-        if "@" not in key and runtime in w["summary"] and w.get("serial_us_per_event"):
-            pts.append((w["serial_us_per_event"], w["summary"][runtime]["speedup"]))
-    return pts
+    """(serial µs per event, speed-up of ``runtime``) for every comparison of the
+    efficiency part (at its one thread count) that ran ``runtime``, but EmptyModel's: its
+    events do nothing, so its speed-up is the event loops' own, not a cost's."""
+    return [(w["serial_us_per_event"], w["summary"][runtime]["speedup"])
+            for key, w in (r.efficiency or {}).get("workloads", {}).items() if "@" not in key
+            and runtime in w["summary"] and w["workload"] != "empty"]
 
 
-def _header(r: Results, run: dict, span: str) -> list[str]:
+def _header(r: Results) -> list[str]:
     facts = (r.efficiency or {}).get("host", {}).get("interpreter", {})
-    capacity = run.get("capacity", [])
-    cap = (f", host capacity {min(capacity):.2f}-{max(capacity):.2f} effective cores over "
-           "the rounds") if capacity else ""
     return ["# Benchmark results", "",
             f"{facts.get('python', 'CPython').split(' (')[0]}, GIL {facts.get('GIL', '?')}, "
-            f"{facts.get('cores available', '?')} cores. The pyperf parts: `python -m "
-            f"bench.report` ({r.z.mode} mode) at commit {run.get('commit', '?')}, {span}{cap}; "
-            "every other part names its command and commit below. Ratios are paired by "
-            "round (serial's time over the runtime's within a round, the median over "
-            "rounds). Goals: `bench/goals.toml`.", ""]
+            f"{facts.get('cores available', '?')} cores. Every part names its command and "
+            "commit below. Ratios are paired by round (serial's time over the runtime's "
+            "within a round, the median over rounds). Goals: `bench/goals.toml`.", ""]
 
 
 def _goals(r: Results) -> list[str]:
@@ -272,58 +242,37 @@ def _goals(r: Results) -> list[str]:
 
 
 def _cost(r: Results) -> list[str]:
-    c, z = r.parts.get("cost_sweep"), r.z
-    if c is None:
+    sweep = sorted((w["cost_us"], w) for k, w in (r.efficiency or {}).get("workloads", {}).items()
+                   if w["workload"] == "bench" and "@" not in k)
+    if not sweep:
         return []
-    names = [x for x in ALL[1:] if f"{config_name('bench', z.n_bench, 0, 2.0)}-{x}" in c]
-    rows = []
-    for cost in z.costs:
-        cfg = config_name("bench", z.n_bench, cost, 2.0)
-        rows.append([f"{cost:g}", f"{1e6 * c[f'{cfg}-serial'] / (2 * z.n_bench):.1f}",
-                     *[f"{c.speedup(f'{cfg}-serial', f'{cfg}-{x}'):.2f}" for x in names]])
-    even = break_even(cost_points(r))
-    even_text = (f"seer(2) breaks even with serial at about **{even:.1f} µs per event**"
-                 if even else "seer(2) did not break even in this run")
+    names = [x for x in ALL[1:] if any(x in w["summary"] for _c, w in sweep)]
+    rows = [[f"{cost:g}", f"{w['serial_us_per_event']:.1f}",
+             *[_num(w["summary"].get(x, {}).get("speedup")) for x in names]]
+            for cost, w in sweep]
+    even, low = break_even(cost_points(r)), min(cost_points(r), default=(0.0, 0.0))[0]
+    even_text = ("seer(2) did not break even in this run" if not even else f"seer(2) breaks "
+                 f"even with serial at about **{even:.1f} µs per event**" if even > low else
+                 f"seer(2) is ahead of serial from the cheapest events measured, **{low:.1f} µs**")
     return ["## Speed-up by event cost", "",
-            f"BenchModel, {z.n_bench} entities; speed-up over serial. {even_text} (serial "
-            "time per event, interpolated over every measured configuration; "
-            "[figure](figures/when_seer_helps.png)).", "",
+            f"BenchModel, {sweep[0][1]['entities']} entities; speed-up over serial. "
+            f"{even_text} (serial time per event, interpolated over every measured "
+            "configuration; [figure](figures/when_seer_helps.png)).", "",
             *table(["busy µs", "serial µs/event", *names], rows), ""]
 
 
-def _threads(r: Results) -> list[str]:
-    s, p, z = r.parts.get("thread_scan"), r.parts.get("pcs_thread_scan"), r.z
-    if s is None or p is None:
-        return []
-    rows = []
-    for t in z.scan:
-        cells = [str(t)]
-        for part, cfg, kinds in ((s, z.air, ("seer", "static", "optimistic")),
-                                 (p, z.pcs, ("seer", "optimistic"))):
-            for kind in kinds:
-                name = f"{cfg}-{label(kind, t)}"
-                cells.append(f"{part.speedup(f'{cfg}-serial', name):.2f}" if name in part
-                             else "-")
-        rows.append(cells)
-    return ["## Speed-up by thread count", "",
-            f"Aircraft {z.n_air} UAVs (~{z.air_cost} µs events) and PCS {z.n_pcs} cells; "
-            "on this 2-core host more threads than cores only add switching.", "",
-            *table(["threads", "Aircraft seer", "Aircraft static", "Aircraft optimistic",
-                    "PCS seer", "PCS optimistic"], rows), ""]
-
-
 def by_threads(eff: dict | None) -> tuple[dict[str, dict[int, dict]], dict[int, list[dict]]]:
-    """The efficiency part's comparisons split in two: thread scans (a workload measured at
-    several thread counts, ``key@T``: key -> T -> comparison) and the rest by thread count."""
+    """The efficiency part's comparisons two ways: thread scans (a workload measured at
+    several thread counts, ``key`` and ``key@T``: key -> T -> comparison), and by thread
+    count the comparisons not named ``key@T`` or the only one of their workload."""
     bases: dict[str, dict[int, dict]] = {}
-    for key, w in (eff or {}).get("workloads", {}).items():
-        bases.setdefault(key.rsplit("@", 1)[0], {})[w["threads"]] = w
-    scans = {k: v for k, v in bases.items() if len(v) > 1}
     single: dict[int, list[dict]] = {}
-    for by_t in (v for v in bases.values() if len(v) == 1):
-        ((t, w),) = by_t.items()
-        single.setdefault(t, []).append(w)
-    return scans, single
+    for key, w in (eff or {}).get("workloads", {}).items():
+        bases.setdefault(key.partition("@")[0], {})[w["threads"]] = w
+    for key, w in (eff or {}).get("workloads", {}).items():
+        if "@" not in key or len(bases[key.partition("@")[0]]) == 1:
+            single.setdefault(w["threads"], []).append(w)
+    return {k: v for k, v in bases.items() if len(v) > 1}, single
 
 
 def _num(x: float | None) -> str:
@@ -373,13 +322,6 @@ def _peers(r: Results) -> list[str]:
                 "threads (above 1 where sharing one model's read-only data beats copies of "
                 "it).", "", *table(["workload", "serial µs/event", f"{mine} speed-up", "CPU",
                                     "of ceiling", "best peer"], rows), ""]
-    h, z = r.parts.get("pcs_hotspot"), r.z
-    if h is not None:
-        rows = [[f"{g:g}", *[f"{h.speedup(f'{cfg}-serial', f'{cfg}-{x}'):.2f}"
-                             for x in PEERS[1:]]]
-                for g in z.gains for cfg in [config_name("pcs", z.n_pcs, z.pcs_cost, g)]]
-        out += [f"PCS {z.n_pcs} cells under a moving hotspot (pyperf), speed-up over serial:",
-                "", *table(["hotspot peak", *PEERS[1:]], rows), ""]
     return out
 
 
@@ -427,12 +369,10 @@ def also_measured(r: Results) -> list[str]:
                    f"{best['sequential_replica_steps_per_s']:.0f} in one process, "
                    f"bit-identical: {'yes' if best['identical'] else 'NO'}.")
     if r.pursuit is not None:
-        sp, ag = r.pursuit["speed"], r.pursuit["agreement"]
-        agree = all(s["agree"] for s in ag["statistics"].values())
+        sp = r.pursuit["speed"]
         out.append(f"- **Pursuit port** (`python -m bench.pursuit`): "
-                   f"{sp['speedup_port_over_pettingzoo']:.0f}x PettingZoo's step on serial; "
-                   f"episode statistics agree with PettingZoo's (Welch, p > 0.01): "
-                   f"{'yes' if agree else 'NO'}.")
+                   f"{sp['speedup_port_over_pettingzoo']:.0f}x PettingZoo's step on serial, "
+                   "bit for bit the same episodes (`tests/workloads/test_pursuit.py`).")
     if r.mpe is not None:
         from bench.mpe import summary
 
@@ -441,9 +381,9 @@ def also_measured(r: Results) -> list[str]:
     return ["## Also measured", "", *out, ""] if out else []
 
 
-def write_results(r: Results, figures: list[str], run: dict, span: str) -> str:
+def write_results(r: Results, figures: list[str]) -> str:
     """The whole of RESULTS.md."""
-    out = [*_header(r, run, span), *_goals(r), *_cost(r), *_threads(r), *_peers(r),
+    out = [*_header(r), *_goals(r), *_cost(r), *_scans(r), *_peers(r),
            *memory_section(r), *also_measured(r)]
     out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
                                          for f in figures), ""]

@@ -4,13 +4,9 @@ with the latency of every step broken down into :data:`PHASES`.
     .venv/bin/python -m bench.marl_loop                  # 3 rounds of 8 steps (1-2 minutes)
     .venv/bin/python -m bench.marl_loop --smoke --out /tmp/marl_loop.json   # tiny (tests)
 
-What a MAPPO rollout does each step, on Aircraft and PCS at :mod:`bench.sizes`: stacked
-observations -> torch -> :class:`examples.marl_policy.ActorCritic` for all agents -> numpy
-actions -> the step -> the next observations and rewards (``step_arrays`` written out, to
-time its halves apart; ``assembly`` is the agents' ``outputs()``, timed by wrapping them).
-Every run (:data:`RUNS`) steps the same seeds; runs take turns within a round, each round
-starting one later; figures are medians over rounds of the per-step mean. Torch uses one
-thread except in the last run. What it shows: docs/performance.md and docs/training.md.
+A MAPPO rollout's step (:class:`examples.marl_policy.ActorCritic` for all agents, then the
+step) on every run of :data:`RUNS`, the same seeds, runs taking turns; medians over rounds
+of the per-step mean; torch on one thread except in the last run. docs/training.md.
 """
 
 from __future__ import annotations
@@ -27,16 +23,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PAPER", "PHASES", "main", "measure"]
+__all__ = ["PHASES", "main", "measure"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "marl_loop.json"
 #: breakdown phases in table and stacking order, with their table headings
 PHASES = {"policy": "policy inference", "torch": "torch<->numpy", "env": "env execution",
           "assembly": "obs/reward assembly"}
-#: what the paper reports for the whole loop, per workload
-PAPER = {"aircraft": "−16.2 % inference-loop latency over the baseline",
-         "pcs": "thread selection visibly changes the full loop (Fig. 10)"}
 #: (runtime, threads, torch threads or 0 for torch's default) in table order
 RUNS: list[tuple[str, int | str, int]] = [
     ("serial", 1, 1), ("seer", 1, 1), ("seer", 2, 1), ("seer", 4, 1), ("static", 2, 1),
@@ -215,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     result = record("bench.marl_loop", argv, mode=mode, rounds=rounds, steps=steps,
                     hidden=args.hidden, torch=torch.__version__,
-                    torch_default_threads=default_threads, paper=PAPER,
+                    torch_default_threads=default_threads,
                     capacity={"before": capacity_now()}, workloads={})
     bar = tqdm(total=rounds * len(runs) * len(args.workloads), desc="marl loop", unit="run")
     try:
@@ -228,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(default_threads)
     result["capacity"]["after"] = capacity_now()
     result["minutes"] = (time.time() - started) / 60
-    finish(args.out, result, also_measured(Results(z, {}, marl_loop=result)))
+    finish(args.out, result, also_measured(Results(marl_loop=result)))
     return 0
 
 

@@ -3,11 +3,10 @@
     .venv/bin/python -m bench.memory --out bench/results/memory.json   # benchmark sizes
     .venv/bin/python -m bench.memory --smoke --out /tmp/memory.json    # tiny, seconds
 
-Per workload (Aircraft and PCS at :mod:`bench.sizes`) and runtime, two fresh processes run
-``reset(0)`` and ``steps`` steps: one reads the RSS high-water mark (``VmHWM``, reset after
-the imports and the model where the kernel allows, else ``ru_maxrss``), the other the
-peak of Python's traced allocations from just before the runtime is built (tracing slows
-the run, so it has a process of its own). The paper's figures beside them: :data:`PAPER`.
+Per workload and runtime, two fresh processes run ``reset(0)`` and ``steps`` steps: one
+reads the RSS high-water mark (``VmHWM``, reset after the imports and the model where the
+kernel allows, else ``ru_maxrss``), the other the peak of Python's traced allocations from
+just before the runtime is built (tracing slows the run).
 """
 
 from __future__ import annotations
@@ -26,13 +25,11 @@ from typing import Any
 
 from bench.harness import finish, record
 
-__all__ = ["PAPER", "RUNTIMES", "main", "measure_child"]
+__all__ = ["RUNTIMES", "main", "measure_child"]
 
 HERE = Path(__file__).resolve().parent
 RUNTIMES = ["serial", "seer(2)", "static(2)", "global(2)", "executor(2)", "optimistic(2)"]
 WORKLOADS = ("aircraft", "pcs")
-#: The paper's memory figures (its machines, its C runtimes).
-PAPER = {"seer_over_rootsim": 1 / 47, "seer_minus_rosst_gb": 0.44}
 MIB = 1 << 20
 
 
@@ -143,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             row["tracemalloc_peak"] = _run_child(w, n, cost, runtime, steps,
                                                  traced=True)["tracemalloc_peak"]
             rows.append(row)
-    result = record("bench.memory", argv, mode=mode, steps=steps, paper=PAPER, rows=rows,
+    result = record("bench.memory", argv, mode=mode, steps=steps, rows=rows,
                     minutes=(time.time() - started) / 60)
-    finish(args.out, result, memory_section(Results(z, {}, memory=result)))
+    finish(args.out, result, memory_section(Results(memory=result)))
     return 0
 
 

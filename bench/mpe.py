@@ -7,8 +7,7 @@ have?").
     .venv/bin/python -m bench.mpe --smoke    # tiny sizes, seconds
 
 The port on serial and on seer(2) and the whole-array reference take turns every step
-(:func:`bench.harness.interleaved`, medians), from one layout and one action sequence; the
-three end in the same bytes (checked after timing, recorded as ``identical``).
+(medians), from one layout and one action sequence, and must end in the same bytes.
 """
 
 from __future__ import annotations

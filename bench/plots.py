@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-import seer
-from bench.harness import PEERS, Part, config_name, label, save_figure
+from bench.harness import label, save_figure
 from bench.markdown import Results, break_even, by_threads, cost_points
-from bench.sizes import Sizes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -28,18 +26,16 @@ def draw(r: Results, where: Path, prefix: str = "") -> list[str]:
     return their file names."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    m, z = r.parts, r.z
     scans = by_threads(r.efficiency)[0]
+    hotspot = sorted((w["gain"], w) for k, w in (r.efficiency or {}).get("workloads", {}).items()
+                     if k.startswith("pcs_gain") and "@" not in k)
     figures = {
         "when_seer_helps.png": (cost_points(r), lambda: when_seer_helps(r)),
-        "speedup_vs_threads.png": (m.get("thread_scan") and m.get("pcs_thread_scan"),
-                                   lambda: _thread_scan(m, z)),
         "efficiency_scans.png": (scans, lambda: _efficiency_scans(scans)),
-        "hotspot.png": (m.get("pcs_hotspot"), lambda: _hotspot(m["pcs_hotspot"], z)),
+        "hotspot.png": (len(hotspot) > 1, lambda: _hotspot(hotspot)),
         "cpu_per_thread.png": (r.balance, lambda: _cpu_per_thread(r.balance)),
         "stpa_choices.png": (r.stpa, lambda: _stpa_choices(r.stpa)),
         "marl_loop.png": (r.marl_loop, lambda: _marl_loop(r.marl_loop)),
-        "distributed.png": ((r.replicas or {}).get("throughput"), lambda: _replicas(r.replicas)),
     }
     drawn = []
     for name, (data, make) in figures.items():
@@ -109,36 +105,16 @@ def _new_figure(width: float, height: float, dpi: float | None = None) -> Figure
     return Figure(figsize=(width, height), dpi=dpi)
 
 
-def _speedups(part: Part, configs: Sequence[str], runtime: str) -> list[float]:
-    """Speed-up over serial of ``runtime`` in each configuration."""
-    return [part.speedup(f"{c}-serial", f"{c}-{runtime}") for c in configs]
-
-
-def _thread_scan(m: dict[str, Part], z: Sizes) -> Figure:
-    """Speed-up vs threads (the paper's Fig. 7)."""
-    series = []
-    for part, config, kinds, title in (("thread_scan", z.air, ("seer", "static"), "Aircraft"),
-                                       ("pcs_thread_scan", z.pcs, ("seer",), "PCS")):
-        s = m[part]
-        for kind in kinds:
-            ts = [t for t in z.scan if f"{config}-{label(kind, t)}" in s]
-            series.append((f"{title}, {kind}", ts,
-                           [s.speedup(f"{config}-serial", f"{config}-{label(kind, t)}")
-                            for t in ts]))
-    fig = _new_figure(5.5, 3.8)
-    _lines(fig.add_subplot(), series, xlabel="threads", ylabel="speed-up over serial",
-           title=f"Thread scan ({seer.cpu_count()} cores)", baseline=True, legend_size=8)
-    return fig
-
-
-def _hotspot(h: Part, z: Sizes) -> Figure:
-    """SEER against the peers as the PCS hotspot grows."""
-    configs = [config_name("pcs", z.n_pcs, z.pcs_cost, g) for g in z.gains]
-    series = [(name, z.gains, _speedups(h, configs, name)) for name in PEERS[1:]]
+def _hotspot(hotspot: list[tuple[float, dict]]) -> Figure:
+    """SEER against the peers as the PCS hotspot grows (the efficiency part's comparisons)."""
+    gains = [g for g, _w in hotspot]
+    names = [k for k in hotspot[0][1]["summary"] if k != "serial"]
+    series = [(name, gains, [w["summary"][name]["speedup"] for _g, w in hotspot])
+              for name in names]
     fig = _new_figure(5.5, 3.8)
     _lines(fig.add_subplot(), series, xlabel="hotspot peak (call-rate gain)",
-           ylabel="speed-up over serial", title=f"PCS {z.n_pcs} cells under a moving hotspot",
-           legend_size=8)
+           ylabel="speed-up over serial", title=f"{hotspot[0][1]['title'].split(',')[0]} under "
+           "a moving hotspot", legend_size=8)
     return fig
 
 
@@ -221,28 +197,6 @@ def _marl_loop(result: dict) -> Figure:
         if i == 0:
             ax.legend(fontsize=7)
     fig.suptitle("MARL inference loop: per-step latency breakdown", fontsize=10)
-    return fig
-
-
-def _replicas(result: dict) -> Figure:
-    """Replica-steps per second per configuration: one runtime, K in turn, K on Dask."""
-    rows = result["throughput"]
-    fig = _new_figure(6.4, 3.6, dpi=110)
-    ax = fig.add_subplot()
-    x = np.arange(len(rows))
-    width = 0.27
-    series = (("one runtime", "one_runtime_steps_per_s"),
-              ("K in-process, in turn", "sequential_replica_steps_per_s"),
-              ("K on Dask", "dask_replica_steps_per_s"))
-    for i, (name, key) in enumerate(series):
-        ax.bar(x + (i - 1) * width, [r[key] for r in rows], width, label=name)
-    ax.set_xticks(x, [f"{r['replicas']} x {r['threads']}" for r in rows])
-    ax.set_xlabel("replicas x threads")
-    ax.set_ylabel("replica-steps per second")
-    ax.set_title("Replicas on a Dask LocalCluster")
-    top = max(r[key] for r in rows for _name, key in series)
-    ax.set_ylim(0, 1.35 * top)  # room for the legend above the bars
-    ax.legend(fontsize=8, loc="upper center", ncols=3)
     return fig
 
 

@@ -4,11 +4,9 @@ one process: throughput, the cost of the Dask round trip, and bit-identity.
     .venv/bin/python -m bench.replicas            # writes bench/results/replicas.json
     .venv/bin/python -m bench.replicas --smoke    # tiny sizes, seconds
 
-Per K replicas x T threads: one in-process runtime, K in-process runtimes stepped in turn,
-and K on Dask (:class:`~seer.distributed.ReplicaEnvs`), taking turns step by step, with
-whether the Dask outputs equal the in-process ones bit for bit. The round trip's cost is
-the same on a tiny model (calls direct to the workers and relayed by the scheduler).
-Reading them: docs/distributed.md.
+Per K replicas x T threads, taking turns step by step: one runtime, K runtimes in turn,
+and K on Dask, the Dask outputs checked against the in-process ones; the round trip on a
+tiny model. docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -173,10 +171,9 @@ def main(argv: list[str] | None = None) -> int:
 def summary(result: dict) -> list[str]:
     """The report's line of this study, and the round trip's cost."""
     from bench.markdown import Results, also_measured
-    from bench.sizes import Sizes
 
     o = result["overhead"]
-    return [*also_measured(Results(Sizes("fast"), {}, replicas=result)),
+    return [*also_measured(Results(replicas=result)),
             f"round trip: {1e3 * o['overhead_direct_s']:.2f} ms per batch direct to the "
             f"workers, {1e3 * o['overhead_via_scheduler_s']:.2f} ms via the scheduler"]
 

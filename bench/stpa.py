@@ -1,17 +1,12 @@
-"""STPA in the benchmark report: held-out accuracy and regret, and the preflight's cost.
+"""STPA in the benchmark report: held-out regret, the preflight's cost, fresh scans.
 
-    .venv/bin/python -m bench.stpa              # 4 folds, default epochs: a few minutes
+    .venv/bin/python -m bench.stpa              # 4 folds, 5 seeds: a few minutes
     .venv/bin/python -m bench.stpa --smoke --out /tmp/stpa.json   # tiny (tests)
 
-Three measurements, into ``bench/results/stpa.json``: the grouped K-fold evaluation of
-STPA against its baselines on the shipped data sets (:func:`seer.stpa.train.evaluate`,
-what ``seer stpa evaluate --seeds 5`` prints), each method reading the preflight steps
-``threads="auto"`` runs, with each held-out row's regret (throughput at STPA's choice /
-the row's best) and each method's mean over five seeds; in a fresh process as a user's
-``threads="auto"``, the preflight's cost (:func:`seer.stpa.predictor.choose_threads`) on
-PCS, Aircraft and BenchModel as a fraction of a 200-step episode extrapolated from the
-measured step time; and the shipped predictor's choices against fresh scans of PCS 40x40
-and Aircraft 800 on this machine (:mod:`seer.stpa.holdout`).
+Into ``bench/results/stpa.json``: ``seer stpa evaluate --seeds 5`` on the shipped data sets
+(every method on the preflight steps ``threads="auto"`` runs); the preflight's cost as a
+share of a 200-step episode, in a fresh process as a user's ``threads="auto"``; and
+``python -m seer.stpa.holdout`` (the shipped predictor against fresh scans).
 """
 
 from __future__ import annotations
@@ -242,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
                   "preflight_steps": PREFLIGHT_STEPS},
         paper_table_1=PAPER_TABLE_1, regret_goal=REGRET_GOAL, evaluation=report,
         preflight=costs, holdout=checked)
-    finish(args.out, result, [*also_measured(Results(z, {}, stpa=result)),
+    finish(args.out, result, [*also_measured(Results(stpa=result)),
                               *(f"preflight {r['model']}: {100 * r['fraction']:.1f} % of a "
                                 f"{EPISODE_STEPS}-step episode" for r in costs["models"])])
 

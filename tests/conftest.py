@@ -63,8 +63,9 @@ SLOW = {
     "tests/stpa/test_encoder.py": "trains the STPA encoder with torch (17 s)",
     "tests/stpa/test_calibrate.py::test_a_calibrated_predictor_is_what_threads_auto_uses":
         "collects a calibration set and retrains the predictor (40 s)",
-    "tests/stpa/test_holdout.py": "fresh thread scans, and the prepared many-core run at tiny "
-                                  "sizes (70 s)",
+    "tests/stpa/test_holdout.py": "fresh thread scans at tiny sizes (about 10 s)",
+    "tests/stpa/test_cli.py::test_collect_writes_what_it_measured_before_the_budget_ran_out":
+        "measures one STPA configuration in a child process (about 4 s)",
     "tests/workloads/test_mpe.py::test_bit_for_bit_with_mpe2_300_steps_100_agents":
         "300 steps x 100 agents beside mpe2 (mpe2 about 100 s, then about 3 s per runtime)",
     "tests/stpa/test_predictor.py::test_evaluation_reports_every_method_on_a_small_dataset":

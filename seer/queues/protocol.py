@@ -205,8 +205,6 @@ def get_queues(queues: str | QueueFactory) -> QueueFactory:
     """A :class:`QueueFactory` from a name in :data:`QUEUES` or an instance."""
     if isinstance(queues, QueueFactory):
         return queues
-    if queues not in QUEUES:
-        import seer.queues.ms  # noqa: F401  (the shipped alternative registers itself)
     try:
         return QUEUES[queues]()
     except (KeyError, TypeError):

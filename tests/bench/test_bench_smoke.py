@@ -57,12 +57,11 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
     """Every part runs in its smallest configuration, writes its file, and the report
     renders from them: every goal measured, every figure drawn and linked."""
     from bench.markdown import load_goals
-    from bench.report import jobs, once_parts
-    from bench.sizes import Sizes
+    from bench.report import once_parts
 
     subprocess.run([sys.executable, "-m", "bench.report", "--smoke", "--out", str(tmp_path)],
                    cwd=ROOT, check=True, capture_output=True, text=True, timeout=900)
-    for part in [*jobs(Sizes("smoke")), *once_parts(Sizes("smoke")), "run"]:
+    for part in once_parts("smoke"):
         assert (tmp_path / f"{part}.json").exists(), part
     text = (tmp_path / "RESULTS.md").read_text()
     lines = text.splitlines()
@@ -72,12 +71,10 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
                                                            for g in goals)]
     assert len(rows) == len(goals)
     assert not [r for r in rows if "not measured" in r]
-    for figure in ("when_seer_helps.png", "speedup_vs_threads.png", "hotspot.png",
+    for figure in ("when_seer_helps.png", "efficiency_scans.png", "hotspot.png",
                    "cpu_per_thread.png", "stpa_choices.png"):
         assert (tmp_path / figure).stat().st_size > 1000
         assert f"(figures/{figure})" in text
-    run = json.loads((tmp_path / "run.json").read_text())
-    assert len(run["capacity"]) == Sizes("smoke").rounds and run["capacity"][0] > 0
     stpa = json.loads((tmp_path / "stpa.json").read_text())
     assert stpa["settings"]["folds"] == 2 and stpa["settings"]["epochs"] == 2
     assert all(0 < r["regret"] <= 1 for r in stpa["evaluation"]["rows"])
@@ -86,8 +83,7 @@ def test_full_report_pipeline_runs_in_smoke_mode(tmp_path):
                                                                       "aircraft-60-c20"]
     assert "seer.stpa.holdout" in text
     pursuit = json.loads((tmp_path / "pursuit.json").read_text())
-    assert pursuit["speed"]["size"]["x_size"] == 32 and pursuit["agreement"]["episodes"] == 4
-    assert set(pursuit["agreement"]["statistics"]) == {"catches", "length", "reward"}
+    assert pursuit["speed"]["size"]["x_size"] == 32 and pursuit["speed"]["port_steps"] == 3
 
 
 def test_runtime_benchmarks_take_a_model_spec(tmp_path):

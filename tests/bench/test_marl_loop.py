@@ -40,16 +40,15 @@ def test_smoke_run_records_the_breakdown_and_host_facts(smoke):
 
 def test_report_line_and_figure(smoke, tmp_path):
     from bench.markdown import Results, also_measured
-    from bench.sizes import Sizes
 
-    text = "\n".join(also_measured(Results(Sizes("smoke"), {}, marl_loop=smoke)))
+    text = "\n".join(also_measured(Results(marl_loop=smoke)))
     for key, w in smoke["workloads"].items():  # serial and seer(2) of every workload
         rows = {r["label"]: r["total"] for r in w["rows"]}
         assert (f"serial {1e3 * rows['serial']:.0f} ms, seer(2) {1e3 * rows['seer(2)']:.0f} "
                 f"ms per step ({key})") in text
     from bench.plots import draw
 
-    names = draw(Results(Sizes("smoke"), {}, marl_loop=smoke), tmp_path)
+    names = draw(Results(marl_loop=smoke), tmp_path)
     assert names == ["marl_loop.png"] and (tmp_path / names[0]).stat().st_size > 5000
 
 

@@ -17,7 +17,6 @@ def _row(workload, runtime, traced, rss, base, **extra):
 
 def test_the_report_reads_the_worst_workload_against_each_goal():
     from bench.markdown import Results, goal_rows, load_goals
-    from bench.sizes import Sizes
 
     mib = memory.MIB
     rows = [_row("pcs", "serial", 1 * mib, 60 * mib, 59 * mib),
@@ -27,7 +26,7 @@ def test_the_report_reads_the_worst_workload_against_each_goal():
             _row("aircraft", "seer(2)", 3 * mib, 51 * mib, 49 * mib),
             _row("aircraft", "optimistic(2)", 4 * mib, 55 * mib, 49 * mib)]
     goals = [g for g in load_goals() if g["source"] == "memory"]
-    over_serial, over_optimistic = goal_rows(Results(Sizes("fast"), {}, memory={
+    over_serial, over_optimistic = goal_rows(Results(memory={
         "rows": rows, "steps": 2}), goals)
     assert over_serial[2].startswith("1.25 (pcs)") and over_serial[3] == "**no**"
     assert over_optimistic[2].startswith("0.75 (aircraft)") and over_optimistic[3] == "yes"

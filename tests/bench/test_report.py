@@ -1,7 +1,6 @@
 """bench.report and bench.markdown: RESULTS.md is short, generated from the committed
 result files, and judges every goal of bench/goals.toml from the measured values."""
 
-import copy
 import json
 import shutil
 import subprocess
@@ -10,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import markdown
-from bench.harness import Part
 from bench.markdown import Results, break_even, goal_rows, load_goals
-from bench.sizes import Sizes
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
@@ -32,7 +28,7 @@ def _render(tmp_path, without=()):
 def test_committed_results_md_is_what_the_committed_results_render_to(tmp_path):
     results, text = _render(tmp_path)
     assert text == (ROOT / "bench" / "RESULTS.md").read_text()
-    for figure in ("when_seer_helps.png", "speedup_vs_threads.png", "hotspot.png"):
+    for figure in ("when_seer_helps.png", "efficiency_scans.png", "hotspot.png"):
         assert (results / figure).stat().st_size > 1000
 
 
@@ -54,14 +50,13 @@ def test_a_missing_part_reads_as_not_measured(tmp_path):
 
 def test_every_committed_result_file_is_read_by_a_report():
     """Only the result files a report renders are committed."""
-    read = {"efficiency", "memory", "marl_loop", "replicas", "stpa", "pursuit", "mpe", "run",
-            "load_balance_aircraft", "load_balance_pcs", "cost_sweep", "pcs_hotspot",
-            "thread_scan", "pcs_thread_scan", "overhead"}
+    read = {"efficiency", "memory", "marl_loop", "replicas", "stpa", "pursuit", "mpe",
+            "load_balance_aircraft", "load_balance_pcs"}
     files = {p.stem for p in RESULTS.glob("*.json")}
     assert files == read
-    from bench.report import jobs, once_parts
+    from bench.report import once_parts
 
-    assert set(jobs(Sizes("fast"))) | set(once_parts(Sizes("fast"))) | {"run"} == read
+    assert set(once_parts("fast")) == read
 
 
 def _efficiency(seer2: float, peer: float, identical: bool = True) -> dict:
@@ -81,21 +76,20 @@ def _efficiency(seer2: float, peer: float, identical: bool = True) -> dict:
 GOALS = [
     {"text": "even", "source": "efficiency", "workload": "bench5", "measure": "speedup",
      "runtime": "seer(2)", "at_least": 1.0},
-    {"text": "lead", "source": "efficiency", "workload": "pcs_gain8", "measure": "lead",
+    {"text": "lead", "source": "efficiency", "workloads": ["pcs_gain8"], "measure": "lead",
      "runtime": "seer(2)", "peers": ["static(2)"], "at_least": 1.0},
     {"text": "same", "source": "efficiency", "measure": "identical", "at_least": 1.0},
 ]
 
 
 def test_goals_are_met_or_missed_from_the_values():
-    z = Sizes("fast")
-    good = goal_rows(Results(z, {}, efficiency=_efficiency(1.5, 1.2)), GOALS)
+    good = goal_rows(Results(efficiency=_efficiency(1.5, 1.2)), GOALS)
     assert [r[3] for r in good] == ["yes", "yes", "yes"]
-    assert good[1][2].startswith("1.25") and "closest: static(2)" in good[1][2]
-    bad = goal_rows(Results(z, {}, efficiency=_efficiency(0.9, 1.2, identical=False)), GOALS)
+    assert good[1][2].startswith("1.25") and "closest: static(2) on pcs_gain8" in good[1][2]
+    bad = goal_rows(Results(efficiency=_efficiency(0.9, 1.2, identical=False)), GOALS)
     assert [r[3] for r in bad] == ["**no**", "**no**", "**no**"]
     assert "differ: seer(2) on bench5" in bad[2][2]
-    missing = goal_rows(Results(z, {}), GOALS)
+    missing = goal_rows(Results(), GOALS)
     assert [r[2] for r in missing] == ["not measured"] * 3
 
 
@@ -109,14 +103,14 @@ def test_stpa_must_reach_the_target_and_beat_every_baseline_on_every_machine():
     for methods in machines.values():
         for name, m in methods.items():
             m["mean"] = 0.97 if name == "stpa" else 0.5
-    (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
+    (row,) = goal_rows(Results(stpa=stpa), goal)
     assert row[3] == "yes" and "16-core 0.970" in row[2]
     machines["16-core"]["fixed"]["mean"] = 0.98  # one baseline ahead on one machine
-    (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
+    (row,) = goal_rows(Results(stpa=stpa), goal)
     assert row[3] == "**no**" and "best baseline fixed 0.980" in row[2]
     machines["16-core"]["fixed"]["mean"] = 0.5
     machines["2-core"]["stpa"]["mean"] = 0.94  # below the target on one machine
-    (row,) = goal_rows(Results(Sizes("fast"), {}, stpa=stpa), goal)
+    (row,) = goal_rows(Results(stpa=stpa), goal)
     assert row[3] == "**no**" and row[2].startswith("0.94")
 
 
@@ -133,15 +127,16 @@ def test_break_even_interpolates_in_log_cost():
     assert break_even([(2.0, 1.2), (10.0, 1.5)]) == 2.0
 
 
-def test_pyperf_hotspot_goal_takes_the_closest_peer_over_every_peak():
-    z = Sizes("smoke")
-    names = {}
-    for gain, static in ((0.0, 5.0), (8.0, 1.1)):  # peak 0 (control) does not count
-        cfg = markdown.config_name("pcs", z.n_pcs, z.pcs_cost, gain)
-        names[f"{cfg}-seer(2)"] = [[1.0]]
-        names[f"{cfg}-static(2)"] = [[static]]
-    goal = copy.deepcopy([g for g in load_goals() if g["source"] == "pyperf"
-                          and g["measure"] == "lead"])
-    goal[0]["peers"] = ["static(2)"]
-    (row,) = goal_rows(Results(z, {"pcs_hotspot": Part(names)}), goal)
-    assert row[2].startswith("1.10") and "peak 8" in row[2] and row[3] == "yes"
+def test_the_hotspot_goal_takes_the_closest_peer_over_every_peak():
+    def at(static: float) -> dict:
+        w = _efficiency(1.0, static)["workloads"]["bench5"]
+        return {"title": "t", "threads": 2, **{k: w[k] for k in ("runtimes", "summary")}}
+
+    eff = {"workloads": {"pcs_gain0": at(5.0), "pcs_gain2": at(0.8), "pcs_gain8": at(0.9)}}
+    goal = [g for g in load_goals() if g["measure"] == "lead"]
+    assert goal[0]["workloads"] == ["pcs_gain2", "pcs_gain4", "pcs_gain8"]
+    goal = [{**goal[0], "workloads": ["pcs_gain2", "pcs_gain8"]}]  # peak 0: no hotspot
+    (row,) = goal_rows(Results(efficiency=eff), goal)
+    assert row[2].startswith("1.11") and "static(2) on pcs_gain8" in row[2] and row[3] == "yes"
+    del eff["workloads"]["pcs_gain8"]
+    assert goal_rows(Results(efficiency=eff), goal)[0][2] == "not measured"
