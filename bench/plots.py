@@ -68,7 +68,7 @@ def when_seer_helps(r: Results) -> Figure:
         ax.plot(*zip(*many, strict=True), "s", color="C3", label="seer(16), 16 cores")
     ax.axhline(1.0, color="0.3", lw=1, label="serial")
     even = break_even(two)
-    if even:
+    if even and even > two[0][0]:  # a crossing, not the cheapest point
         ax.axvline(even, color="C0", lw=0.8, ls=":")
         ax.annotate(f"break-even\n~{even:.0f} µs", (even, 1.0), textcoords="offset points",
                     xytext=(5, 8), fontsize=8, color="C0")
