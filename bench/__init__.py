@@ -1,1 +1,1 @@
-"""Benchmarks (pyperf). Run a file with ``python -m bench.<name> --help``."""
+"""The project's benchmark lab. Run a study with ``python -m bench.<name> --help``."""

@@ -1,4 +1,4 @@
-"""Before and after: two git revisions (or runtimes side by side), paired, in one run.
+r"""Before and after: two git revisions (or runtimes side by side), paired, in one run.
 
     .venv/bin/python -m bench.compare HEAD~1 HEAD --rounds 3 --workload pcs \
         --entities 1600 --costs 15 --runtimes serial seer:2          # pyperf wall time

@@ -117,10 +117,11 @@ def measure_model(words: list[str], steps: int, rounds: int, threads: int = 2
 
 def _workload(word: str) -> str:
     key, at, threads = word.partition("@")
-    if key not in WORKLOADS or (at and not threads.isdigit()):
+    if key not in WORKLOADS or (at and not (threads.isascii() and threads.isdigit()
+                                            and int(threads) > 0)):
         raise argparse.ArgumentTypeError(f"{word!r}: give a workload ({', '.join(WORKLOADS)})"
-                                         ", optionally @T (threads)")
-    return word
+                                         ", optionally @T (threads, T >= 1)")
+    return f"{key}@{int(threads)}" if at else key
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -145,10 +146,9 @@ def main(argv: list[str] | None = None) -> None:
 
     steps, rounds = (1, 1) if args.smoke else (args.steps, args.rounds)
     if args.balance:
-        if len(args.only) != 1 or args.model:
-            parser.error("--balance measures one workload: give it with --only")
-        _title, workload, entities, cost, gain, _runtimes = WORKLOADS[
-            args.only[0].partition("@")[0]]
+        if len(args.only) != 1 or "@" in args.only[0] or args.model:
+            parser.error("--balance measures one workload: give it with --only, T --threads")
+        _title, workload, entities, cost, gain, _runtimes = WORKLOADS[args.only[0]]
         entities = SMOKE_ENTITIES[workload] if args.smoke else entities
         steps = 2 if args.smoke else args.steps
         rows = [balance(workload, entities, cost, k, args.threads[0], steps, gain)
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         key, _, at = word.partition("@")
         for t in [int(at)] if at else args.threads:
             todo.append((word if at or args.threads == [2] else f"{key}@{t}", key, t))
-    for name, key, t in tqdm(todo, desc="efficiency", unit="workload"):
+    for name, key, t in tqdm(list(dict.fromkeys(todo)), desc="efficiency", unit="workload"):
         result["workloads"][name] = measure_model(args.model, steps, rounds, t) \
             if args.model else measure(key, steps, rounds, t, args.smoke)
         write_json(args.out, result)  # a run cut short keeps what it measured

@@ -58,12 +58,12 @@ Reading = tuple[float, str] | tuple[float, str, bool]
 
 
 def _efficiency(r: Results, g: dict) -> Reading | None:
-    eff = r.efficiency
-    if eff is None:
+    eff = r.efficiency  # a goal of a many-core machine reads no run on fewer cores
+    if eff is None or eff.get("host", {}).get("cores", 0) < g.get("cores", 0):
         return None
     if g["measure"] == "identical":
-        checked = [(k, rt, v["identical"]) for k, w in eff["workloads"].items()
-                   for rt, v in w["runtimes"].items() if v["identical"] is not None]
+        checked = [(k, rt, v.get("identical")) for k, w in eff["workloads"].items()
+                   for rt, v in w["runtimes"].items() if v.get("identical") is not None]
         bad = [f"{rt} on {k}" for k, rt, ok in checked if not ok]
         return (0.0 if bad else 1.0,
                 f"{len(checked) - len(bad)} of {len(checked)} comparisons"
@@ -71,16 +71,16 @@ def _efficiency(r: Results, g: dict) -> Reading | None:
     if g["measure"] == "lead":  # over every workload of the goal: the closest peer
         leads = {}
         for key in g["workloads"]:
-            if key not in eff["workloads"]:
+            if key not in eff["workloads"] or g["runtime"] not in eff["workloads"][key]["runtimes"]:
                 return None
             runtimes = eff["workloads"][key]["runtimes"]
             mine = runtimes[g["runtime"]]["wall_s"]
             leads.update({f"{p} on {key}": paired(runtimes[p]["wall_s"], mine)
                           for p in g["peers"] if p in runtimes})
-        closest = min(leads, key=leads.__getitem__)
-        return leads[closest], f"closest: {closest}"
+        closest = min(leads, key=leads.__getitem__, default=None)
+        return (leads[closest], f"closest: {closest}") if closest else None
     w = eff["workloads"].get(g["workload"])
-    if w is None:
+    if w is None or g["runtime"] not in w["runtimes"]:
         return None
     runtimes, s = w["runtimes"], w["summary"]
     if g["measure"] == "us_per_event":
@@ -262,15 +262,17 @@ def _cost(r: Results) -> list[str]:
 
 
 def by_threads(eff: dict | None) -> tuple[dict[str, dict[int, dict]], dict[int, list[dict]]]:
-    """The efficiency part's comparisons two ways: thread scans (a workload measured at
-    several thread counts, ``key`` and ``key@T``: key -> T -> comparison), and by thread
-    count the comparisons not named ``key@T`` or the only one of their workload."""
+    """The efficiency part's comparisons two ways: thread scans (``key`` and ``key@T`` at
+    several T: key -> T -> comparison), and by thread count the others, with each scan's
+    comparison at as many threads as the host has cores."""
     bases: dict[str, dict[int, dict]] = {}
     single: dict[int, list[dict]] = {}
     for key, w in (eff or {}).get("workloads", {}).items():
         bases.setdefault(key.partition("@")[0], {})[w["threads"]] = w
+    cores = (eff or {}).get("host", {}).get("cores")
     for key, w in (eff or {}).get("workloads", {}).items():
-        if "@" not in key or len(bases[key.partition("@")[0]]) == 1:
+        base = bases[key.partition("@")[0]]
+        if "@" not in key or len(base) == 1 or w["threads"] == cores:
             single.setdefault(w["threads"], []).append(w)
     return {k: v for k, v in bases.items() if len(v) > 1}, single
 
@@ -415,7 +417,7 @@ def write_manycore(r: Results, figures: list[str], note: str = "") -> str:
         out += ["## STPA data", "", f"`{collected['command']}` ({collected['date']}): "
                 f"{len(configs)} configurations measured, best thread count of each: "
                 + ", ".join(f"{c['name']} {c['label']}" for c in configs) + "; not measured: "
-                + (", ".join(collected["not_measured"]) or "none") + ".",
+                + (", ".join(collected.get("not_measured", [])) or "none") + ".",
                 *holdout_lines({"holdout": r.holdout}), ""]
     return "\n".join([*out, "## Figures", "", *([f"![{Path(f).stem}]({f})" for f in figures]
                                                 or [note or "None drawn."])]) + "\n"

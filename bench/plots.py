@@ -72,10 +72,8 @@ def when_seer_helps(r: Results) -> Figure:
         ax.axvline(even, color="C0", lw=0.8, ls=":")
         ax.annotate(f"break-even\n~{even:.0f} µs", (even, 1.0), textcoords="offset points",
                     xytext=(5, 8), fontsize=8, color="C0")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("serial time per event (µs)")
-    ax.set_ylabel("speed-up over serial")
+    ax.set(xscale="log", yscale="log", xlabel="serial time per event (µs)",
+           ylabel="speed-up over serial")
     ax.set_title("When SEER helps: events that cost a few µs or more", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(color="0.9", lw=0.5, which="both")

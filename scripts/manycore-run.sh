@@ -6,7 +6,7 @@
 #   (b) bench.efficiency --balance: per-thread CPU at 16 threads, Aircraft and PCS;
 #   (c) seer stpa collect: the STPA configurations the shipped 16-core rows lack;
 #   (d) python -m seer.stpa.holdout: the shipped predictor against fresh scans.
-# About 8.5 minutes in all (--tiny: about 1), under the device's 10 minutes per command.
+# About 8.5 minutes in all (--tiny: about 10 s), under the device's 10 minutes per command.
 # Then, here: python -m bench.report --manycore DIR.
 #
 #   dist/bundle/run.sh bash scripts/manycore-run.sh "$OUT/manycore"          # 16 cores

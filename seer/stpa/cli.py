@@ -1,4 +1,4 @@
-"""``seer stpa collect | import | train | evaluate | calibrate | predict``: STPA on the
+"""``seer stpa collect | train | evaluate | calibrate | predict``: STPA on the
 command line. A usage error (a bad count, a missing file, a model spec that does not load)
 exits 2 with one line on stderr."""
 
@@ -51,6 +51,9 @@ def _collect(args: argparse.Namespace) -> int:
     from seer.stpa.dataset import collect, default_configurations, load_dataset
 
     configs = default_configurations(quick=args.quick)
+    if any(Path(p).resolve() == Path(args.out).resolve() for p in args.missing_from or ()):
+        raise ModelError(f"--out {args.out} is one of --missing-from: it would be replaced by "
+                         "the new rows alone")
     if args.missing_from:
         have = {str(n) for p in _existing(args.missing_from) for n in load_dataset(p)["names"]}
         configs = [c for c in configs if c.name not in have]

@@ -149,10 +149,11 @@ def collect(configs: Iterable[Configuration], out: Path, *, t_max: int | None = 
     for i, config in enumerate(tqdm(configs, desc="stpa collect", unit="config",
                                     disable=not progress)):
         if budget_s is not None and time.monotonic() - started > budget_s:
-            _write(out, rows, configs[i:], machine, command, t_max)
             break
         rows.append({"config": asdict(config), **_child(config, t_max)})
         _write(out, rows, configs[i + 1:], machine, command, t_max)
+    if not rows:  # nothing to measure, or no time: the manifest says so (no data set)
+        _write(out, rows, configs, machine, command, t_max)
     return out
 
 
