@@ -33,11 +33,10 @@ from seer.benchmark import (
     timed_steps,
 )
 
-__all__ = ["ROOT", "capacity_now", "code_commit", "compare", "config_name",
-           "cpu_model", "finish", "host_facts", "interleaved", "label", "load", "make_model",
-           "on_threads", "paired", "parse_runtime",
-           "ratios", "record", "save_figure", "state_digest", "table",
-           "timed_steps", "write_json"]
+__all__ = ["ROOT", "capacity_now", "code_commit", "compare", "config_name", "cpu_model",
+           "finish", "host_facts", "interleaved", "label", "load", "make_model", "on_threads",
+           "paired", "parse_runtime", "ratios", "record", "save_figure", "state_digest",
+           "table", "timed_steps", "write_json"]
 
 ROOT = Path(__file__).resolve().parent.parent
 label = runtime_label  # the short name every study uses

@@ -17,8 +17,7 @@ from typing import Any
 from bench.harness import ALL, label, paired, ratios, table
 
 __all__ = ["GOALS_FILE", "Results", "also_measured", "break_even", "by_threads", "goal_rows",
-           "load_goals",
-           "memory_section", "write_manycore", "write_results"]
+           "load_goals", "memory_section", "scan_speedups", "write_manycore", "write_results"]
 
 GOALS_FILE = Path(__file__).with_name("goals.toml")
 #: the STPA methods that are not baselines
@@ -250,7 +249,8 @@ def _cost(r: Results) -> list[str]:
     rows = [[f"{cost:g}", f"{w['serial_us_per_event']:.1f}",
              *[_num(w["summary"].get(x, {}).get("speedup")) for x in names]]
             for cost, w in sweep]
-    even, low = break_even(cost_points(r)), min(cost_points(r), default=(0.0, 0.0))[0]
+    points = cost_points(r)
+    even, low = break_even(points), min(points, default=(0.0, 0.0))[0]
     even_text = ("seer(2) did not break even in this run" if not even else f"seer(2) breaks "
                  f"even with serial at about **{even:.1f} µs per event**" if even > low else
                  f"seer(2) is ahead of serial from the cheapest events measured, **{low:.1f} µs**")
@@ -281,16 +281,21 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
+def scan_speedups(by_t: dict[int, dict]) -> dict[str, dict[int, float | None]]:
+    """A thread scan's speed-up over serial per runtime kind and thread count (None: not run)."""
+    kinds = dict.fromkeys(rt["kind"] for w in by_t.values()
+                          for name, rt in w["runtimes"].items() if name != "serial")
+    return {kind: {t: by_t[t]["summary"].get(label(kind, t), {}).get("speedup")
+                   for t in sorted(by_t)} for kind in kinds}
+
+
 def _scans(r: Results) -> list[str]:
     out = []
     for by_t in by_threads(r.efficiency)[0].values():
         ts = sorted(by_t)
         first = by_t[ts[0]]
-        kinds = dict.fromkeys(rt["kind"] for w in by_t.values()
-                              for name, rt in w["runtimes"].items() if name != "serial")
         rows = []
-        for kind in kinds:
-            ups = {t: by_t[t]["summary"].get(label(kind, t), {}).get("speedup") for t in ts}
+        for kind, ups in scan_speedups(by_t).items():
             best = max((t for t in ts if ups[t]), key=lambda t: ups[t], default=None)
             rows.append([kind, *(f"**{ups[t]:.2f}**" if t == best else _num(ups[t])
                                  for t in ts)])
@@ -302,9 +307,8 @@ def _scans(r: Results) -> list[str]:
 
 def _peers(r: Results) -> list[str]:
     out = []
-    eff = r.efficiency
+    eff = r.efficiency or {}
     for t, ws in sorted(by_threads(eff)[1].items()):
-        assert eff is not None
         mine, rows = label("seer", t), []
         for w in ws:
             s = w["summary"]
@@ -317,13 +321,12 @@ def _peers(r: Results) -> list[str]:
         capacity = [w[k] for w in ws for k in ("capacity_before", "capacity_after")]
         out += [f"## SEER and its peers, {t} threads", "",
                 f"`{eff['command']}` at commit {eff['host'].get('commit', '?')}: "
-                f"{ws[0]['rounds']} round{'s' * (ws[0]['rounds'] != 1)} of {ws[0]['steps']} steps; "
-                f"host capacity "
-                f"{min(capacity):.2f}-{max(capacity):.2f}. *CPU*: process CPU over serial's; "
-                f"*of ceiling*: speed-up over that of {t} independent serial runs on {t} "
-                "threads (above 1 where sharing one model's read-only data beats copies of "
-                "it).", "", *table(["workload", "serial µs/event", f"{mine} speed-up", "CPU",
-                                    "of ceiling", "best peer"], rows), ""]
+                f"{ws[0]['rounds']} round{'s' * (ws[0]['rounds'] != 1)} of {ws[0]['steps']} "
+                f"steps; host capacity {min(capacity):.2f}-{max(capacity):.2f}. *CPU*: process "
+                f"CPU over serial's; *of ceiling*: speed-up over that of {t} independent serial "
+                f"runs on {t} threads (above 1 where sharing one model's read-only data beats "
+                "copies of it).", "", *table(["workload", "serial µs/event", f"{mine} speed-up",
+                                              "CPU", "of ceiling", "best peer"], rows), ""]
     return out
 
 

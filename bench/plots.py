@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bench.harness import label, save_figure
-from bench.markdown import Results, break_even, by_threads, cost_points
+from bench.markdown import Results, break_even, by_threads, cost_points, scan_speedups
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -205,11 +205,9 @@ def _efficiency_scans(scans: dict[str, dict[int, dict]]) -> Figure:
     fig = _new_figure(5.2 * cols, 3.6 * rows)
     for i, by_t in enumerate(scans.values()):
         ts = sorted(by_t)
-        kinds = dict.fromkeys(rt["kind"] for w in by_t.values()
-                              for name, rt in w["runtimes"].items() if name != "serial")
-        series = [(kind, [t for t in ts if label(kind, t) in by_t[t]["summary"]],
-                   [by_t[t]["summary"][label(kind, t)]["speedup"] for t in ts
-                    if label(kind, t) in by_t[t]["summary"]]) for kind in kinds]
+        series = [(kind, [t for t in ts if ups[t] is not None],
+                   [ups[t] for t in ts if ups[t] is not None])
+                  for kind, ups in scan_speedups(by_t).items()]
         ax = fig.add_subplot(rows, cols, i + 1)
         _lines(ax, series, xlabel="threads", ylabel="speed-up over serial",
                title=by_t[ts[0]]["title"], baseline=True, legend_size=7)

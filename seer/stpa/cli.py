@@ -263,8 +263,7 @@ def add_parser(sub: Any) -> None:
                    help="start no configuration after this many seconds")
     c.set_defaults(func=_one_line(_collect))
     datasets = {"nargs": "+", "default": [str(p) for p in DEFAULT_DATASETS],
-                "help": "data sets (.npz); default: "
-                        "the shipped 2-core and 16-core rows"}
+                "help": "data sets (.npz); default: the shipped 2-core and 16-core rows"}
     t = stpa.add_parser("train", help="train the encoder and the regressor on data sets")
     t.add_argument("--dataset", **datasets)
     t.add_argument("--out", default=str(DATA))
