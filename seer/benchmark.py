@@ -41,8 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from seer.errors import ModelError
-from seer.model import Model
+from seer.errors import ModelError, check_events_ran
+from seer.model import Model, sample_actions_of
 from seer.runtime import Runtime
 from seer.sched import make_runtime
 from seer.sched.blas import blas_cap
@@ -217,6 +217,8 @@ class Comparison:
     ceiling: Ceiling | None
     capacity_before: float
     capacity_after: float
+    #: Caveats on the figures, e.g. so few events a step that they time the scheduler.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def serial(self) -> RuntimeTimes:
@@ -275,7 +277,7 @@ class Comparison:
             f"{self.rounds} rounds of {self.steps} timed steps after {self.warmup} warm-up; "
             f"host capacity {self.capacity_before:.2f} effective cores before, "
             f"{self.capacity_after:.2f} after",
-            "", *lines]
+            "", *lines, *(f"WARNING: {w}" for w in self.warnings)]
 
     def to_json(self) -> dict[str, Any]:
         """Every measured value, and the summary ratios, as plain JSON types."""
@@ -298,8 +300,8 @@ def _finite(x: float) -> float | None:
 def _actions_for(model: Model, count: int) -> list[Any]:
     """The model's own sample actions for steps 0..count-1 (None where it has none), made
     once so that every runtime and round steps with the very same objects."""
-    sample = getattr(model, "sample_actions", None)
-    return [sample(t) if sample is not None else None for t in range(count)]
+    sample = sample_actions_of(model)
+    return [sample(t) for t in range(count)]
 
 
 def _ceiling_round(make_model: Callable[[], Model], threads: int, seed: int, warmup: int,
@@ -336,7 +338,12 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
     on models made by ``make_model``, in turns (module docstring). ``serial`` is added first
     when missing. ``ceiling`` adds T independent serial runs for the largest T of
     ``runtimes`` (when it is at least 2). Every runtime is closed before this returns, also
-    when one fails. ``progress`` shows a bar (tqdm) where tqdm is installed."""
+    when one fails. ``progress`` shows a bar (tqdm) where tqdm is installed.
+
+    Timing steps in which nothing happens measures nothing: when serial's first timed round
+    runs no event, :class:`~seer.NoEventsError` is raised before the other runtimes are
+    timed (give the model ``sample_actions(step)``); fewer than two events a step puts a
+    caveat in ``warnings`` (and under the table)."""
     if steps < 1 or rounds < 1 or warmup < 0:
         raise ModelError(f"steps ({steps}) and rounds ({rounds}) must be at least 1, warmup "
                          f"({warmup}) at least 0")
@@ -362,6 +369,7 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
     bar = _progress(rounds * (len(labels) + (ceiling and top > 1)), progress, name)
     capacity_before = capacity_now(max(2, top))
     result_ceiling = Ceiling(top) if ceiling and top > 1 else None
+    caveat = ""
     try:
         for i, (label, (kind, threads)) in enumerate(zip(labels, specs, strict=True)):
             built[label] = make_runtime(first if i == 0 else make_model(), kind,
@@ -378,6 +386,11 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
                 times[label].wall_s.append(wall)
                 times[label].cpu_s.append(cpu)
                 times[label].events_per_step = (rt.events_run - before) / steps
+                if r == 0 and label == "serial":  # before the other runtimes' rounds
+                    caveat = check_events_ran(rt.events_run - before, steps,
+                                              f"seer bench timed {steps} step(s)",
+                                              getattr(first, "name", type(first).__name__),
+                                              warn=False)
                 bar.update()
             if result_ceiling is not None:
                 wall, cpu = _ceiling_round(make_model, top, seed, warmup, actions, steps)
@@ -394,7 +407,7 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
             rt.close()
     name = name or getattr(first, "name", type(first).__name__)
     return Comparison(name, steps, rounds, warmup, times, result_ceiling, capacity_before,
-                      capacity_now(max(2, top)))
+                      capacity_now(max(2, top)), [caveat] if caveat else [])
 
 
 class _NoBar:
@@ -427,7 +440,7 @@ def add_subcommand(sub: Any) -> None:
         "print step time, speed-up and CPU ratio over serial (paired by round), the share "
         "of the ceiling (independent serial runs on as many threads), events per step and "
         "serial's time per event, and whether every runtime gave serial's state.")
-    add_model_arguments(p, imports=True)
+    add_model_arguments(p)
     p.add_argument("--runtimes", nargs="+", type=_runtime_arg,
                    default=["serial", "seer:1", f"seer:{cores}"],
                    help=f"kind:threads labels (default: serial seer:1 seer:{cores})")
@@ -459,10 +472,10 @@ def _runtime_arg(text: str) -> str:
 def _cmd_bench(args: Any) -> int:
     """Bad input (a model spec, runtimes, arguments) raises the project's input errors,
     which ``seer.cli.main`` prints as one line with exit status 2."""
-    from seer.specs import model_factory
+    from seer.specs import model_from_args
 
     name = " ".join([args.spec, *args.kwargs])
-    result = compare(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
+    result = compare(model_from_args(args), args.runtimes,
                      steps=args.steps, rounds=args.rounds, warmup=args.warmup,
                      seed=args.seed, ceiling=args.ceiling, name=name, progress=True)
     for line in result.table():

@@ -1,5 +1,7 @@
-"""The ``seer`` command line: ``seer info``, ``seer demo``, ``seer bench ...``,
-``seer trace ...``, ``seer stpa ...``, ``seer --version``.
+"""The ``seer`` command line: ``seer info``, ``seer list``, ``seer demo``, ``seer bench ...``,
+``seer verify ...``, ``seer trace ...``, ``seer check ...``, ``seer stpa ...``,
+``seer --version``. Every command that takes a model names it the same way
+(:func:`seer.specs.add_model_arguments`).
 
 Bad input (an unknown option, a negative count, an unknown model or runtime, a model
 argument its constructor refuses, a missing file) is one line on stderr,
@@ -13,13 +15,15 @@ import argparse
 import contextlib
 import importlib.metadata
 import platform
+import re
 import sys
 import time
 from collections.abc import Sequence
 from typing import NoReturn
 
 import seer
-from seer.errors import ModelError
+from seer.errors import ModelError, check_events_ran
+from seer.model import sample_actions_of
 from seer.platform import PACKAGES
 from seer.specs import add_model_arguments, non_negative_int, output_file, positive_int
 
@@ -63,18 +67,37 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_list(args: argparse.Namespace) -> int:
+    from seer.sched import RUNTIMES
+    from seer.specs import ENTRY_POINT_GROUP, registered_models
+
+    models = registered_models()
+    print(f"models (entry-point group {ENTRY_POINT_GROUP!r}; any module:callable works too):")
+    width = max(map(len, models), default=0)
+    for name, target in models.items():
+        print(f"  {name:<{width}}  {target}")
+    if not models:
+        print("  none registered")
+    print("runtimes (seer.make_runtime(model, NAME, threads=T); NAME:T on the command line):")
+    width = max(map(len, RUNTIMES))
+    for name, cls in RUNTIMES.items():
+        doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+        doc = re.sub(r":\w+:`~?([^`]+)`|``([^`]+)``", lambda m: m[1] or m[2], doc)
+        first_sentence = re.split(r"(?<=\.)\s", doc)[0]
+        print(f"  {name:<{width}}  {first_sentence}")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from seer.specs import load_model, parse_kwargs
+    from seer.specs import model_from_args
     from seer.testing import assert_outputs_identical, assert_states_identical
 
-    kwargs = parse_kwargs(args.kwargs)
     # The options of the aircraft demo, kept as shorthands: --uavs is Aircraft's n_uavs.
-    for key, value in (("n_uavs", args.uavs), ("cost_us", args.cost_us)):
-        if value is not None:
-            kwargs[key] = value
-    model = load_model(args.model, kwargs)
+    extra = {key: value for key, value in (("n_uavs", args.uavs), ("cost_us", args.cost_us))
+             if value is not None}
+    model = model_from_args(args, spec=args.model, extra=extra)()
     with contextlib.ExitStack() as stack:
         # Both runtimes first: a thread count the runtime refuses is refused before
         # anything runs.
@@ -82,7 +105,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                     for label, name, n in (("serial", "serial", 1),
                                            (f"seer({args.threads})", "seer", args.threads))]
         _cmd_info(args)
-        actions = getattr(model, "sample_actions", lambda step: None)
+        actions = sample_actions_of(model)
         print(f"\ndemo: {model.name}, {args.steps} steps, serial vs SEER({args.threads} "
               "threads)")
         runs = {}
@@ -96,6 +119,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             runs[label] = (runtime, elapsed)
             outputs[label] = outs
         (ref, t_ref), (par, _t_par) = runs.values()
+        # "bit-identical: yes" about steps in which nothing ran would be no verdict at all
+        check_events_ran(ref.events_run, args.steps, f"seer demo ran {args.steps} step(s)",
+                         model.name, warn=False)
         identical = True
         try:
             assert_states_identical(ref, par)
@@ -116,12 +142,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_trace(args: argparse.Namespace) -> int:
-    from seer.specs import load_model, parse_kwargs
+    from seer.specs import model_from_args
     from seer.trace import plot_gantt
 
-    model = load_model(args.spec, parse_kwargs(args.kwargs))
+    model = model_from_args(args)()
     runtime = seer.make_runtime(model, args.runtime, threads=args.threads, trace=True)
-    actions = getattr(model, "sample_actions", lambda step: None)
+    actions = sample_actions_of(model)
     with runtime:
         runtime.reset(args.seed)
         for t in range(args.warmup):
@@ -130,8 +156,10 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         for t in range(args.warmup, args.warmup + args.steps):
             runtime.step(actions(t))
     trace = runtime.trace
-    path = trace.save(args.out)
     runs = trace.runs()
+    check_events_ran(sum(r["events"] for r in runs), args.steps,
+                     f"seer trace traced {args.steps} step(s)", model.name, warn=False)
+    path = trace.save(args.out)
     print(f"{path}: {len(runs)} entity runs, {sum(r['events'] for r in runs)} events on "
           f"{len(trace.threads)} threads; open it in https://ui.perfetto.dev or "
           "chrome://tracing")
@@ -161,16 +189,23 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="seer", description=seer.__doc__.splitlines()[0])
+    summary = " ".join(seer.__doc__.split("\n\n")[0].split())  # the first paragraph, whole
+    parser = _Parser(prog="seer", description=summary,
+                     epilog="A model is named 'module:callable' (found from the current "
+                     "directory) or by a registered name: seer list shows them and the "
+                     "runtimes. Each command has --help.")
     parser.add_argument("--version", action="version", version=f"seer {seer.__version__}")
     sub = parser.add_subparsers(dest="command")
     p_info = sub.add_parser("info", help="interpreter, GIL state, cores and package versions")
     p_info.set_defaults(func=_cmd_info)
+    p_list = sub.add_parser("list", help="the registered model names and runtimes")
+    p_list.set_defaults(func=_cmd_list)
     p_demo = sub.add_parser("demo", help="a model (the Aircraft swarm unless --model): serial "
                                           "vs SEER, checked identical")
     p_demo.add_argument("--model", default="aircraft",
-                        help="a registered model name (aircraft, pcs, ...) or module:callable")
-    p_demo.add_argument("kwargs", nargs="*", help="key=value arguments of the model")
+                        help="a registered model name (aircraft, pcs, ...; seer list) or "
+                             "module:callable (found from the current directory)")
+    add_model_arguments(p_demo, spec=False)
     p_demo.add_argument("--uavs", type=positive_int, default=None,
                         help="the aircraft's number of UAVs (n_uavs; its default: 800)")
     p_demo.add_argument("--steps", type=positive_int, default=60)

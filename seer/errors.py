@@ -12,11 +12,13 @@ from typing import Any
 __all__ = [
     "CausalityError",
     "ContractError",
+    "FewEventsWarning",
     "HandlerError",
     "IsolationError",
     "LookaheadError",
     "ModelCodeError",
     "ModelError",
+    "NoEventsError",
     "NonFiniteTimeError",
     "PendingEventsError",
     "RuntimeStateError",
@@ -25,6 +27,7 @@ __all__ = [
     "StepLimitError",
     "UnknownKindError",
     "UnknownTargetError",
+    "check_events_ran",
     "event_of",
     "tag_event",
 ]
@@ -36,6 +39,51 @@ class SeerError(Exception):
 
 class ModelError(SeerError, ValueError):
     """A model definition or a runtime argument is invalid (raised before anything runs)."""
+
+
+class NoEventsError(ModelError):
+    """A tool that judges or measures a model (``seer verify``, ``assert_equivalent``,
+    ``seer bench``, STPA's preflight) ran it and no event ran: there is nothing to judge,
+    so it refuses to give a verdict. Usually the model has no ``sample_actions(step)``
+    and its ``init_entity`` emits nothing, so every step is empty."""
+
+
+class FewEventsWarning(UserWarning):
+    """A tool that judges or measures a model ran it with so few events (fewer than
+    :data:`seer.errors.FEW_EVENTS_PER_STEP` a step) that its verdict means little."""
+
+
+#: Below this many events a step, a verdict or a timing says little about parallel runs:
+#: a step of one event has nothing to run beside it.
+FEW_EVENTS_PER_STEP = 2.0
+
+#: What to do about a run with no or few events; every tool's message ends with it.
+EVENTS_HINT = ("give the model a sample_actions(step) method that returns each step's "
+               "actions (a list with one per agent, or a dict entity -> action), or make "
+               "init_entity emit the first events (from Python, seer.testing.verify and "
+               "assert_equivalent also take actions=)")
+
+
+def check_events_ran(events: int, steps: int, what: str, model: str, *,
+                     warn: bool = True) -> str:
+    """Refuse a verdict about nothing: :class:`NoEventsError` when ``events`` is 0;
+    returns a caveat line when fewer than :data:`FEW_EVENTS_PER_STEP` ran a step (and,
+    with ``warn``, warns it as :class:`FewEventsWarning`), else ``""``. ``what`` names the
+    tool's run (``"seer verify ran 10 step(s)"``)."""
+    import warnings
+
+    if events <= 0:
+        raise NoEventsError(f"{what} of model {model!r} and not one event ran, so there is "
+                            f"nothing to judge: {EVENTS_HINT}")
+    per_step = events / max(steps, 1)
+    if per_step < FEW_EVENTS_PER_STEP:
+        line = (f"only {events} event(s) ran in {steps} step(s) of model {model!r} "
+                f"({per_step:.2g} a step): too few for the result to mean much; "
+                f"{EVENTS_HINT}")
+        if warn:
+            warnings.warn(line, FewEventsWarning, stacklevel=3)
+        return line
+    return ""
 
 
 class RuntimeStateError(SeerError, RuntimeError):

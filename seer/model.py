@@ -54,7 +54,7 @@ from seer.events import (
 )
 
 __all__ = ["Context", "EntityGroups", "FieldSpec", "Model", "ModelSpec", "StateArrays",
-           "StepInfo", "compile_model"]
+           "StepInfo", "compile_model", "sample_actions_of"]
 
 # A code constant, so immortal on free-threaded CPython: math.inf is an ordinary float,
 # and two threads emitting at once would contend on its reference count.
@@ -771,3 +771,16 @@ class SnapshotUnavailable:
 
 
 NO_SNAPSHOT = SnapshotUnavailable()
+
+
+def sample_actions_of(model: Any) -> Callable[[int], Any]:
+    """The model's optional ``sample_actions(step)`` (each step's joint action, which the
+    tools that run a model on their own use: ``seer verify``, ``seer bench``, ``seer
+    trace``, the demo, STPA's preflight), or a callable giving no actions when the model
+    has none (then only the events ``init_entity`` emits run)."""
+    sample = getattr(model, "sample_actions", None)
+    return sample if callable(sample) else _no_actions
+
+
+def _no_actions(step: int) -> None:
+    return None

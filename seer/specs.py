@@ -25,13 +25,14 @@ import ast
 import importlib
 import importlib.metadata
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from seer.errors import ModelError
 from seer.model import Model
 
-__all__ = ["ENTRY_POINT_GROUP", "load_model", "non_negative_int", "output_file",
+__all__ = ["ENTRY_POINT_GROUP", "load_model", "model_factory", "model_from_args",
+           "non_negative_int", "output_file",
            "parse_kwargs", "positive_int", "registered_models", "resolve_spec"]
 
 #: The entry-point group that names models: ``name = "module:qualname"``.
@@ -128,11 +129,14 @@ def parse_kwargs(words: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def model_factory(spec: str, words: Sequence[str], imports: Sequence[str] = ()) -> Any:
-    """What a command line's ``SPEC k=v ... --import MODULE`` means: the current directory
-    on ``sys.path`` (as ``python -m`` does, so a user's own modules are found), each of
-    ``imports`` imported, ``words`` parsed (:func:`parse_kwargs`); returns a callable that
-    builds a fresh model each time. Raises ImportError or :class:`ModelError`."""
+def model_factory(spec: str, words: Sequence[str], imports: Sequence[str] = (), *,
+                  extra: Mapping[str, Any] | None = None) -> Callable[[], Model]:
+    """What a command line's ``SPEC k=v ... --import MODULE`` means, the same for every
+    ``seer`` command that takes a model: the current directory on ``sys.path`` (as
+    ``python -m`` does, so a user's own modules are found), each of ``imports`` imported,
+    ``words`` parsed (:func:`parse_kwargs`) and ``extra`` added (a command's own options
+    for model arguments); returns a callable that builds a fresh model each time. The
+    Raises ImportError or :class:`ModelError`."""
     import os
     import sys
 
@@ -141,7 +145,20 @@ def model_factory(spec: str, words: Sequence[str], imports: Sequence[str] = ()) 
     for module in imports:
         importlib.import_module(module)
     kwargs = parse_kwargs(words)
+    for key, value in (extra or {}).items():
+        if key in kwargs:
+            raise ModelError(f"model argument {key!r} is given twice ({key}={kwargs[key]!r} "
+                             f"and by an option, {value!r})")
+        kwargs[key] = value
     return lambda: load_model(spec, kwargs)
+
+
+def model_from_args(args: Any, *, spec: str | None = None,
+                    extra: Mapping[str, Any] | None = None) -> Callable[[], Model]:
+    """:func:`model_factory` of the arguments :func:`add_model_arguments` declared
+    (``args.spec``, ``args.kwargs``, ``args.imports``)."""
+    return model_factory(args.spec if spec is None else spec, args.kwargs,
+                         getattr(args, "imports", ()), extra=extra)
 
 
 def _count(text: str, minimum: int) -> int:
@@ -181,14 +198,17 @@ def output_file(text: str) -> str:
     return text
 
 
-def add_model_arguments(parser: Any, *, imports: bool = False) -> None:
-    """The model a command takes, as :func:`model_factory` reads it: ``spec`` and its
-    ``key=value`` words, and with ``imports`` the repeatable ``--import MODULE``."""
-    parser.add_argument("spec", help="the model: module:callable (mypackage.env:MyModel) or "
-                        "a registered name (pcs, aircraft, ...; seer bench --list)")
+def add_model_arguments(parser: Any, *, spec: bool = True) -> None:
+    """The model a command takes, as :func:`model_from_args` reads it: ``spec`` (unless the
+    command names it with an option of its own), its ``key=value`` words, and the
+    repeatable ``--import MODULE``. Every ``seer`` command that takes a model declares it
+    with this, so all of them name a model the same way."""
+    if spec:
+        parser.add_argument("spec", help="the model: module:callable (mypackage.env:MyModel, "
+                            "found from the current directory) or a registered name (pcs, "
+                            "aircraft, ...; seer list)")
     parser.add_argument("kwargs", nargs="*", help="key=value arguments of the callable")
-    if imports:
-        parser.add_argument("--import", dest="imports", action="append", default=[],
-                            metavar="MODULE", help="import MODULE first (repeatable): your "
-                            "model's, or one that registers a runtime of your own with "
-                            "seer.register_runtime")
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="import MODULE first (repeatable): your "
+                        "model's, or one that registers a runtime of your own with "
+                        "seer.register_runtime")

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from seer.busywork import BusyWork
-from seer.errors import ModelError, SeerError
+from seer.errors import EVENTS_HINT, ModelError, NoEventsError, SeerError, check_events_ran
 from seer.events import seq_origin
-from seer.model import Context, Model, StateArrays
+from seer.model import Context, Model, StateArrays, sample_actions_of
 from seer.runtime import Runtime, StepResult
 from seer.serial import SerialRuntime
 
@@ -294,17 +294,22 @@ def assert_states_identical(expected: Runtime, actual: Runtime, where: str = "")
 
 def assert_equivalent(runtime_factory: Callable[[Model], Runtime], model: Model,
                       seeds: Iterable[int], steps: int,
-                      actions: Callable[[int], Any] | None = None) -> None:
+                      actions: Callable[[int], Any] | None = None, *,
+                      min_events: int = 1) -> None:
     """Run ``runtime_factory(model)`` and :class:`SerialRuntime` on the same seeds and
     actions; after reset and after every step, state and outputs must be identical bit for
     bit, and so must the number of events run.
 
     ``actions(step)`` gives the joint action of each step; by default the model's
-    ``sample_actions(step)`` when it has one, else None.
+    ``sample_actions(step)`` when it has one, else None. Equal results of runs in which
+    nothing happened prove nothing: fewer than ``min_events`` events over all seeds raise
+    :class:`~seer.NoEventsError` (``min_events=0``: a model that may legitimately run no
+    events, as random models at their corners do), and fewer than two a step warn
+    (:class:`~seer.FewEventsWarning`).
     """
     if actions is None:
-        sample = getattr(model, "sample_actions", None)
-        actions = sample if callable(sample) else (lambda step: None)
+        actions = sample_actions_of(model)
+    events = steps_run = 0
     for seed in seeds:
         reference = SerialRuntime(model)
         candidate = runtime_factory(model)
@@ -324,9 +329,19 @@ def assert_equivalent(runtime_factory: Callable[[Model], Runtime], model: Model,
                 if reference.events_run != candidate.events_run:
                     raise AssertionError(f"{where}events run {reference.events_run} vs "
                                          f"{candidate.events_run}")
+            events += reference.events_run
+            steps_run += steps
         finally:
             reference.close()
             candidate.close()
+    if min_events:
+        if events < min_events:
+            raise NoEventsError(f"assert_equivalent ran {steps_run} step(s) of model "
+                                f"{model.name!r} and only {events} event(s) ran (min_events="
+                                f"{min_events}): equal results about nothing prove nothing; "
+                                f"{EVENTS_HINT}")
+        check_events_ran(events, steps_run, f"assert_equivalent ran {steps_run} step(s)",
+                         model.name)
 
 
 # -- verify: serial in debug mode, then every parallel runtime beside it -----------------------
@@ -377,10 +392,17 @@ class VerifyReport:
     contract_error: BaseException | None = None
     results: dict[str, Divergence | None] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Why there is no verdict: no event ran on serial (then no runtime ran either).
+    no_events: str = ""
+    #: Caveats on the verdict, e.g. so few events a step that it means little.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.contract_error is None and all(d is None for d in self.results.values())
+        """Serial's debug run broke no contract, it ran events, at least one runtime was
+        compared, and every runtime compared gave serial's results."""
+        return (self.contract_error is None and not self.no_events and bool(self.results)
+                and all(d is None for d in self.results.values()))
 
     @property
     def first(self) -> Divergence | None:
@@ -398,6 +420,8 @@ class VerifyReport:
             err = self.contract_error
             return [head, f"FAILED on serial with every contract check on (debug mode): "
                           f"{type(err).__name__}: {err}"]
+        if self.no_events:
+            return [head, f"NOT VERIFIED: {self.no_events}"]
         out = [head + f", {self.events} events on serial in debug mode: no contract broken"]
         for label, d in self.results.items():
             out.append(f"  {label:<18} " + ("identical to serial" if d is None else
@@ -410,6 +434,10 @@ class VerifyReport:
         elif self.results:
             out.append(f"OK: all {len(self.results)} runtime(s) gave serial's results bit for "
                        "bit")
+        else:
+            out.append("NOT VERIFIED: no runtime could be compared with serial (every one "
+                       "was skipped)")
+        out.extend(f"WARNING: {w}" for w in self.warnings)
         return out
 
     def __str__(self) -> str:
@@ -527,8 +555,7 @@ def verify(model_or_factory: Model | Callable[[], Model],
     candidates = [_runtime_factory(r) if isinstance(r, str) else (str(r[0]), r[1])
                   for r in chosen]
     if actions is None:
-        sample = getattr(model, "sample_actions", None)
-        actions = sample if callable(sample) else (lambda step: None)
+        actions = sample_actions_of(model)
     joint = [actions(t) for t in range(steps)]
     report = VerifyReport(getattr(model, "name", type(model).__name__), steps, seeds)
 
@@ -550,6 +577,15 @@ def verify(model_or_factory: Model | Callable[[], Model],
             rt.close()
         reference[seed] = record
         report.events += record[-1][2]
+    try:
+        caveat = check_events_ran(report.events, steps * len(seeds),
+                                  f"seer verify ran {steps * len(seeds)} step(s)",
+                                  report.model, warn=False)
+    except NoEventsError as exc:
+        report.no_events = str(exc)
+        return report
+    if caveat:
+        report.warnings.append(caveat)
 
     # 2. every runtime beside it.
     for label, make in candidates:

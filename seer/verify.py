@@ -32,7 +32,7 @@ def add_subcommand(sub: Any) -> None:
         "globals), then on each parallel runtime side by side with serial, and report the "
         "first divergence (step, field, entity, runtime) or that everything matched. Exit "
         "status 0: matched; 1: a contract broken or a divergence; 2: bad input.")
-    add_model_arguments(p, imports=True)
+    add_model_arguments(p)
     p.add_argument("--steps", type=positive_int, default=10, help="steps per seed (default 10)")
     p.add_argument("--threads", type=positive_int, default=3,
                    help="every registered runtime at 2..THREADS threads (default 3)")
@@ -45,11 +45,11 @@ def add_subcommand(sub: Any) -> None:
 
 
 def _cmd_verify(args: Any) -> int:
-    from seer.specs import model_factory
+    from seer.specs import model_from_args
     from seer.testing import verify
 
     # Bad input raises the project's input errors: seer.cli.main prints them as one line.
-    report = verify(model_factory(args.spec, args.kwargs, args.imports), args.runtimes,
+    report = verify(model_from_args(args), args.runtimes,
                     threads=args.threads, steps=args.steps, seeds=args.seeds,
                     max_events_per_step=args.max_events_per_step)
     for line in report.lines():

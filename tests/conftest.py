@@ -52,6 +52,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 SLOW = {
     "tests/bench": "benchmark tooling, not the runtime",
     "tests/check/test_package.py": "builds the wheel and installs it into a new venv (10 s)",
+    "tests/test_newcomer.py": "README's model and commands from the built wheel, outside the "
+                              "repository (about 25 s)",
     "tests/check/test_explore.py::test_dpor_reaches_every_outcome_dfs_reaches":
         "DPOR against unbounded DFS on 8 random programs (8 s)",
     "tests/check/test_queues.py::test_the_structure_passes_in_weak_memory_mode[leq]":

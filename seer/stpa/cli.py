@@ -224,10 +224,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from seer.specs import load_model, parse_kwargs
+    from seer.specs import model_from_args
     from seer.stpa.predictor import choose_threads
 
-    model = load_model(args.spec, parse_kwargs(args.kwargs))
+    model = model_from_args(args)()
     threads, info = choose_threads(model, args.runtime)
     shown: dict[str, Any] = {k: v for k, v in info.items() if k not in ("features", "mask")}
     print(json.dumps(shown, indent=1))

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from seer.model import Model
+from seer.errors import check_events_ran
+from seer.model import Model, sample_actions_of
 from seer.stpa.metrics import METRICS, MetricSampler, aggregate, caller_thread_id
 
 __all__ = ["PREFLIGHT_STEPS", "STATIC_FEATURES", "Preflight", "capacity", "default_actions",
@@ -109,8 +110,7 @@ def capacity(threads: int, seconds: float = 0.01) -> float:
 
 def default_actions(model: Model) -> Callable[[int], Any]:
     """The model's ``sample_actions(step)`` if it has one, else no actions."""
-    sample = getattr(model, "sample_actions", None)
-    return sample if callable(sample) else (lambda step: None)
+    return sample_actions_of(model)
 
 
 def run_preflight(model: Model, *, runtime: str = "seer", probe: int | None = None,
@@ -119,7 +119,9 @@ def run_preflight(model: Model, *, runtime: str = "seer", probe: int | None = No
     """Run the preflight (see the module docstring). ``t_max`` defaults to
     :func:`machine_t_max` of the usable cores, ``probe`` to ``min(max(2, cores), t_max)``:
     at least two threads, so that sharing is observed.
-    An exception from the model's code propagates unchanged (it is the model's error)."""
+    An exception from the model's code propagates unchanged (it is the model's error).
+    Timed steps that run no event raise :class:`~seer.NoEventsError` (there is nothing to
+    predict from); fewer than two events a step warn (:class:`~seer.FewEventsWarning`)."""
     from seer.sched import make_runtime
 
     t0 = time.perf_counter()
@@ -153,6 +155,9 @@ def run_preflight(model: Model, *, runtime: str = "seer", probe: int | None = No
     finally:
         rt.close()
     events = after["events_run"] - before["events_run"]
+    # A preflight of empty steps measures only the scheduler: its prediction would be noise.
+    check_events_ran(events, steps, f"STPA's preflight (threads='auto', seer stpa predict) "
+                     f"ran {steps} step(s)", getattr(model, "name", type(model).__name__))
     emitted = after["emitted"] - before["emitted"]
     cpu = sum(s.cpu_s for s in stats) if stats is not None else sum(step_seconds)
     static = {

@@ -58,7 +58,7 @@ def test_locality_matches_serial(threads, lookahead):
 @given(model=random_models(30), threads=st.sampled_from([2, 3, 4]))
 def test_locality_matches_serial_on_random_models(model, threads):
     assert_equivalent(lambda m: seer.make_runtime(m, "locality", threads=threads), model,
-                      seeds=[0], steps=3)
+                      seeds=[0], steps=3, min_events=0)
 
 
 @pytest.mark.parametrize("path", ["fast", "public"])

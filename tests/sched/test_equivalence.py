@@ -26,7 +26,8 @@ models = random_models()
 @given(model=models, kind=st.sampled_from(KINDS), threads=st.sampled_from(THREADS),
        seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 4))
 def test_random_models_match_serial(model, kind, threads, seed, steps):
-    assert_equivalent(factory(kind, threads), model, seeds=[seed], steps=steps)
+    # min_events=0: random models at their corners may legitimately run no event
+    assert_equivalent(factory(kind, threads), model, seeds=[seed], steps=steps, min_events=0)
 
 
 CORNERS = {
@@ -86,7 +87,8 @@ def _forced_layout(layout):
        layout=st.sampled_from(sorted(LAYOUTS)))
 def test_each_calendar_layout_matches_serial(model, kind, threads, seed, steps, layout):
     with _forced_layout(layout):
-        assert_equivalent(factory(kind, threads), model, seeds=[seed], steps=steps)
+        assert_equivalent(factory(kind, threads), model, seeds=[seed], steps=steps,
+                          min_events=0)
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
