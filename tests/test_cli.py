@@ -215,3 +215,27 @@ def test_readme_example_runs():
                             cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "events_run" in result.stdout
+
+
+def test_list_names_every_registered_model_and_runtime(capsys):
+    from seer.sched import RUNTIMES
+    from seer.specs import registered_models
+
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name, target in registered_models().items():
+        assert re.search(rf"^\s+{re.escape(name)}\s+{re.escape(target)}$", out, re.M), name
+    for name in RUNTIMES:
+        assert re.search(rf"^\s+{re.escape(name)}\s+\S", out, re.M), name
+
+
+def test_help_describes_seer_in_whole_sentences_and_names_no_missing_command(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "bit-identical to serial stepping." in out and "seer list" in out
+    for verb in ("bench", "verify", "trace"):
+        with pytest.raises(SystemExit):
+            cli.main([verb, "--help"])
+        text = capsys.readouterr().out
+        assert "--list" not in text and "--import" in text, verb
