@@ -7,10 +7,11 @@
   the mean observation of all agents. One forward pass covers all agents of a step.
 * :class:`RunningNorm`: observation normalisation whose statistics travel in the
   ``state_dict`` (so a checkpoint holds everything the policy needs).
-* :class:`Adam`: :class:`seer.stpa.adam.Adam` with the trainer's defaults. ``torch.optim`` is
-  deliberately not used: constructing a ``torch.optim`` optimizer imports
+* :class:`Adam`: :class:`seer.stpa.adam.Adam` with the trainer's defaults: torch's own Adam
+  update (``torch.optim.adam.adam``, bit for bit ``torch.optim.Adam(foreach=False)`` with
+  ``clip_grad_norm_``) without constructing a ``torch.optim`` optimizer, which imports
   ``torch._dynamo`` and with it triton, whose extension re-enables the GIL on free-threaded
-  CPython (checked on torch 2.14).
+  CPython (checked on torch 2.14.1 and 2.15.0; docs/training.md).
 * :func:`spec_of`: what the policy needs to know about a :class:`seer.marl.SeerParallelEnv`.
 
 Everything is deterministic on CPU for a fixed ``torch.set_num_threads``: sampling draws

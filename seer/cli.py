@@ -36,12 +36,15 @@ INPUT_ERRORS = (ModelError, ImportError, FileNotFoundError, IsADirectoryError,
 
 def interpreter_facts() -> dict[str, str]:
     """Interpreter, GIL state, cores and package versions, as printed by ``seer info``."""
+    from seer.platform import gil_status
+
     facts = {
         "seer": seer.__version__,
         "python": f"{platform.python_implementation()} {platform.python_version()} "
                   f"({sys.executable})",
         "free-threaded build": "yes" if seer.free_threaded_build() else "no",
-        "GIL": "disabled" if seer.gil_disabled() else "ENABLED (threads give no speed-up)",
+        # "disabled", or "ENABLED by module 'triton._C.libtriton', ..." (which import did it)
+        "GIL": gil_status(),
         "cores available": str(seer.cpu_count()),
         "platform": platform.platform(),
     }

@@ -27,6 +27,8 @@ __all__ = [
     "create_shared_memory",
     "free_threaded_build",
     "gil_disabled",
+    "gil_reenabled_by",
+    "gil_status",
     "import_and_check_gil",
     "project_modules",
     "warn_if_gil_enabled",
@@ -48,6 +50,110 @@ def gil_disabled() -> bool:
     does not support free threading)."""
     is_enabled = getattr(sys, "_is_gil_enabled", None)
     return free_threaded_build() and is_enabled is not None and not is_enabled()
+
+
+# -- which import turned the GIL back on -----------------------------------------------------
+# CPython 3.13t/3.14t enables the GIL while loading an extension module that has not declared
+# free-threading support (Py_mod_gil), and says so once, as a RuntimeWarning naming the
+# module. That warning can be filtered away (-W ignore, pytest, catch_warnings), so the
+# record is kept here instead: on a free-threaded build, importing this module wraps
+# ``ExtensionFileLoader.create_module`` (where CPython runs that check) to compare
+# ``sys._is_gil_enabled()`` before and after each extension module is created. The cost is
+# two calls per extension module loaded, nothing per Python module or per step.
+# ``import seer`` imports this module before anything but numpy (which supports free
+# threading). The warning registry of the import system is the fallback for a module that
+# was loaded before this one, or by a loader that is not ExtensionFileLoader.
+
+_GIL_MESSAGE = "The global interpreter lock (GIL) has been enabled to load module '"
+_reenabled_by: list[str] = []  # the first module seen turning the GIL on
+_gil_on_at_install: bool | None = None  # the GIL was already on when the hook went in
+
+
+def _record_gil_reenabled(name: str) -> None:
+    if not _reenabled_by:  # a racing second append is harmless: the first one is reported
+        _reenabled_by.append(name)
+
+
+def _install_gil_recorder() -> None:
+    global _gil_on_at_install
+    from importlib.machinery import ExtensionFileLoader
+
+    is_enabled = getattr(sys, "_is_gil_enabled", None)
+    if not free_threaded_build() or is_enabled is None:
+        return  # nothing to record: the GIL is always on
+    original = ExtensionFileLoader.create_module
+    if getattr(original, "_seer_gil_recorder", False):
+        return  # already wrapped (this module was reloaded)
+    _gil_on_at_install = is_enabled()
+
+    def create_module(self: ExtensionFileLoader, spec: object) -> object:
+        was_on = is_enabled()
+        try:
+            return original(self, spec)
+        finally:
+            if not was_on and is_enabled():
+                _record_gil_reenabled(getattr(spec, "name", None) or str(spec))
+
+    create_module._seer_gil_recorder = True  # type: ignore[attr-defined]
+    create_module.__wrapped__ = original  # type: ignore[attr-defined]
+    create_module.__doc__ = original.__doc__
+    ExtensionFileLoader.create_module = create_module  # type: ignore[method-assign]
+
+
+def _reenabled_by_warning() -> str | None:
+    """The module named by CPython's GIL warning, if the import system's warning registry
+    still holds it (it does under the default filters, not under ``ignore``/``always``)."""
+    for name in ("_frozen_importlib", "importlib._bootstrap"):
+        registry = getattr(sys.modules.get(name), "__warningregistry__", None) or {}
+        for key in list(registry):
+            text = key[0] if isinstance(key, tuple) and key else None
+            if isinstance(text, str) and text.startswith(_GIL_MESSAGE):
+                return text[len(_GIL_MESSAGE):].split("'", 1)[0]
+    return None
+
+
+def _gil_forced_on() -> bool:
+    """``PYTHON_GIL=1`` or ``-X gil=1`` (3.13+)."""
+    return getattr(sys.flags, "gil", None) == 1
+
+
+def gil_reenabled_by() -> str | None:
+    """The name of the extension module whose import turned the GIL back on in this
+    process (``'triton._C.libtriton'``, say), or None: the GIL is off, this is not a
+    free-threaded build, it was on from the start (``PYTHON_GIL=1``, ``-X gil=1``), or the
+    module is not known.
+
+    Contract: every extension module loaded after ``seer.platform`` was imported (``import
+    seer`` imports it before anything but numpy) is seen, whatever the warnings filters;
+    for earlier imports the name comes from CPython's RuntimeWarning when the default
+    warnings filters were in force. The first module seen turning the GIL on is
+    reported."""
+    if not free_threaded_build() or gil_disabled() or _gil_forced_on():
+        return None
+    if _reenabled_by:
+        return _reenabled_by[0]
+    return _reenabled_by_warning()
+
+
+def gil_status() -> str:
+    """One line on the GIL, as ``seer info`` prints it: ``disabled``, or ``ENABLED`` and
+    why (which module, ``PYTHON_GIL=1``, or not a free-threaded build)."""
+    if gil_disabled():
+        return "disabled"
+    if not free_threaded_build():
+        why = ": not a free-threaded build"
+    elif _gil_forced_on():
+        why = " by PYTHON_GIL=1 or -X gil=1"
+    elif (module := gil_reenabled_by()) is not None:
+        why = f" by module {module!r}, which does not declare free-threading support"
+    elif _gil_on_at_install:
+        why = " by a module imported before seer (python -W always names it)"
+    else:
+        why = " by a module not seen loading (python -W always names it)"
+    return f"ENABLED{why} (threads give no speed-up)"
+
+
+_install_gil_recorder()
 
 
 def cpu_count() -> int:
@@ -143,7 +249,9 @@ def project_modules(packages: Sequence[str] = ("seer",)) -> list[str]:
 def import_and_check_gil(modules: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
     """Import ``modules`` one by one; return ``(missing, reenabled)``: the modules that could
     not be imported, and the first module after whose import the GIL was enabled (empty
-    when the GIL stayed disabled, or when this is not a free-threaded build)."""
+    when the GIL stayed disabled, or when this is not a free-threaded build).
+    :func:`gil_reenabled_by` then names the extension module that did it (``torch._dynamo``
+    re-enables it through ``triton._C.libtriton``, say)."""
     import importlib
 
     missing: list[str] = []

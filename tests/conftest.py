@@ -1,5 +1,7 @@
 """Session-wide checks: with SEER_REQUIRE_NOGIL=1 (CI sets it) the suite refuses to run
-unless every project module and every extra imports with the GIL still disabled."""
+unless every project module and every extra imports with the GIL still disabled, and fails
+at its end if a test turned the GIL on; both name the extension module that did it
+(seer.platform.gil_reenabled_by)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,7 @@ PROJECT_PACKAGES = ("seer", "workloads")
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     build = "free-threaded" if seer_platform.free_threaded_build() else "GIL build"
-    gil = "disabled" if seer_platform.gil_disabled() else "ENABLED"
-    return [f"seer: Python {sys.version.split()[0]} ({build}), GIL {gil}, "
+    return [f"seer: Python {sys.version.split()[0]} ({build}), GIL {seer_platform.gil_status()}, "
             f"{seer_platform.cpu_count()} cores"]
 
 
@@ -32,15 +33,47 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not seer_platform.free_threaded_build():
         problems.append(f"{sys.executable} is not a free-threaded build (need python3.14t)")
     if reenabled:
-        problems.append(f"importing {reenabled[0]!r} re-enabled the GIL")
+        # the extension module that did it, which may lie deep below the module imported
+        by = seer_platform.gil_reenabled_by()
+        problems.append(f"importing {reenabled[0]!r} re-enabled the GIL"
+                        + (f" (extension module {by!r})" if by and by != reenabled[0] else ""))
     elif not seer_platform.gil_disabled():  # sys._is_gil_enabled is 3.13+
-        problems.append("the GIL is enabled (PYTHON_GIL=1 or a plugin import?)")
+        problems.append(f"the GIL is {seer_platform.gil_status()}")
     if missing:
         problems.append("could not import: " + "; ".join(missing))
     if problems:
         pytest.exit("SEER_REQUIRE_NOGIL=1: " + " | ".join(problems), returncode=3)
     print(f"\nseer: {len(modules)} modules imported, GIL still disabled: "
           f"sys._is_gil_enabled() = {sys._is_gil_enabled()}")
+
+
+#: The first test after which the GIL was on (SEER_REQUIRE_NOGIL=1 only).
+_gil_turned_on_by: list[str] = []
+
+
+def _guarding() -> bool:
+    return os.environ.get("SEER_REQUIRE_NOGIL") == "1" and seer_platform.free_threaded_build()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # One sys._is_gil_enabled() a test: an import inside a test (torch.optim, say) that
+    # turns the GIL on fails the session at its end, naming the test and the module.
+    if _guarding() and not _gil_turned_on_by and not seer_platform.gil_disabled():
+        _gil_turned_on_by.append(item.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _gil_turned_on_by:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = (f"SEER_REQUIRE_NOGIL=1: the GIL was turned on during {_gil_turned_on_by[0]}: "
+            f"{seer_platform.gil_status()}")
+    if reporter is not None:
+        reporter.write_line(line, red=True)
+    else:
+        print(line, file=sys.stderr)
+    session.exitstatus = 3
 
 
 # -- test tiers (docs/testing.md) -----------------------------------------------------------
@@ -63,6 +96,8 @@ SLOW = {
     "tests/test_distributed.py": "Dask clusters of worker processes, plain and TLS, killed and "
                                  "restarted (about 60 s)",
     "tests/stpa/test_encoder.py": "trains the STPA encoder with torch (17 s)",
+    "tests/examples/test_mappo.py::test_adam_is_torch_optim_adam_bit_for_bit":
+        "a child process that imports torch._dynamo and triton for torch.optim.Adam (10 s)",
     "tests/stpa/test_calibrate.py::test_a_calibrated_predictor_is_what_threads_auto_uses":
         "collects a calibration set and retrains the predictor (40 s)",
     "tests/stpa/test_holdout.py": "fresh thread scans at tiny sizes (about 10 s)",

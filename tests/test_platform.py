@@ -128,6 +128,120 @@ def test_a_gil_reenabling_import_is_named(tmp_path):
     assert out.stdout.split() == ["False", "True"]
 
 
+def _gil_enabling_extension() -> str:
+    """Code that loads ``_testmultiphase_null_slots``: CPython's own test extension (in
+    ``_testmultiphase``) without a Py_mod_gil slot, so loading it turns the GIL on."""
+    return ("import importlib.util\n"
+            "spec = importlib.util.spec_from_file_location('_testmultiphase_null_slots', "
+            "importlib.util.find_spec('_testmultiphase').origin)\n"
+            "importlib.util.module_from_spec(spec)\n")
+
+
+needs_gil_enabling_extension = pytest.mark.skipif(
+    not seer.free_threaded_build() or importlib.util.find_spec("_testmultiphase") is None,
+    reason="needs a free-threaded build with CPython's test extensions")
+
+
+def _run(code: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHON_GIL", "PYTHONWARNINGS")}
+    return subprocess.run([sys.executable, *args, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**environ, **env}, check=False)
+
+
+@needs_gil_enabling_extension
+def test_the_module_that_turns_the_gil_on_is_named_whatever_the_warnings_filters():
+    # -W ignore drops CPython's RuntimeWarning: the loader hook still sees the module.
+    code = ("import sys\nfrom seer import platform as p\nfrom seer.cli import interpreter_facts\n"
+            "print(p.gil_reenabled_by(), p.gil_status())\n" + _gil_enabling_extension()
+            + "print(sys._is_gil_enabled(), p.gil_reenabled_by())\n"
+            "print(interpreter_facts()['GIL'])\n")
+    for flags in (["-W", "ignore"], ["-W", "always"], []):
+        out = _run(code, *flags)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[0] == "None disabled"
+        assert lines[1] == "True _testmultiphase_null_slots"
+        assert lines[2] == ("ENABLED by module '_testmultiphase_null_slots', which does not "
+                            "declare free-threading support (threads give no speed-up)")
+
+
+@needs_gil_enabling_extension
+def test_a_module_loaded_before_seer_is_named_by_its_warning():
+    code = (_gil_enabling_extension() + "from seer import platform as p\n"
+            "print(p.gil_reenabled_by())\nprint(p.gil_status())\n")
+    out = _run(code)  # default filters: the import system's registry keeps the warning
+    assert out.returncode == 0 and out.stdout.splitlines()[0] == "_testmultiphase_null_slots"
+    out = _run(code, "-W", "ignore")  # nothing left to name it by
+    assert out.returncode == 0 and out.stdout.splitlines() == [
+        "None", "ENABLED by a module imported before seer (python -W always names it) "
+                "(threads give no speed-up)"]
+
+
+@pytest.mark.skipif(not seer.free_threaded_build(), reason="needs a free-threaded build")
+def test_python_gil_1_is_named_as_the_reason():
+    out = _run("from seer import platform as p; print(p.gil_reenabled_by(), p.gil_status())",
+               PYTHON_GIL="1")
+    assert out.stdout.strip() == ("None ENABLED by PYTHON_GIL=1 or -X gil=1 "
+                                  "(threads give no speed-up)"), out.stderr
+
+
+def test_the_recorded_module_and_the_warning_text_are_read_back(monkeypatch):
+    # Synthetic: the GIL "on" in a free-threaded build, named first by the loader hook's
+    # record, else by CPython's warning in the import system's registry.
+    monkeypatch.setattr(platform, "free_threaded_build", lambda: True)
+    monkeypatch.setattr(platform, "gil_disabled", lambda: False)
+    monkeypatch.setattr(platform, "_gil_forced_on", lambda: False)
+    monkeypatch.setattr(platform, "_reenabled_by", [])
+    fake = type(sys)("_frozen_importlib")
+    fake.__warningregistry__ = {
+        "version": 3,
+        (platform._GIL_MESSAGE + "triton._C.libtriton', which has not declared that it can "
+         "run safely without the GIL. To override ...", RuntimeWarning, 491): True}
+    monkeypatch.setitem(sys.modules, "_frozen_importlib", fake)
+    monkeypatch.delitem(sys.modules, "importlib._bootstrap", raising=False)
+    assert platform.gil_reenabled_by() == "triton._C.libtriton"
+    assert platform.gil_status().startswith("ENABLED by module 'triton._C.libtriton', ")
+    platform._record_gil_reenabled("first._ext")
+    platform._record_gil_reenabled("second._ext")
+    assert platform.gil_reenabled_by() == "first._ext"
+    monkeypatch.setattr(platform, "gil_disabled", lambda: True)
+    assert platform.gil_reenabled_by() is None and platform.gil_status() == "disabled"
+
+
+GUARDED_TEST = """
+def test_fine():
+    pass
+
+def test_turns_the_gil_on():
+{body}
+
+def test_after():
+    pass
+"""
+
+
+@needs_gil_enabling_extension
+def test_the_guard_fails_a_session_in_which_a_test_turned_the_gil_on(tmp_path):
+    # The guard's end-of-session check (tests/conftest.py), without its session-start
+    # import of every extra: a conftest that takes only those hooks.
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_runtest_teardown, pytest_sessionfinish  # noqa\n")
+    body = "".join(f"    {line}\n" for line in _gil_enabling_extension().splitlines())
+    (tmp_path / "test_guarded.py").write_text(GUARDED_TEST.format(body=body))
+    root = str(Path(__file__).parents[1])
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHON_GIL", "PYTHONWARNINGS")}
+    for guard, status in (("1", 3), ("0", 0)):
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
+             str(tmp_path)], capture_output=True, text=True, timeout=120, check=False,
+            cwd=tmp_path, env={**environ, "PYTHONPATH": root, "SEER_REQUIRE_NOGIL": guard})
+        assert out.returncode == status, out.stdout + out.stderr
+        assert "3 passed" in out.stdout
+        named = ("SEER_REQUIRE_NOGIL=1: the GIL was turned on during test_guarded.py::"
+                 "test_turns_the_gil_on: ENABLED by module '_testmultiphase_null_slots'")
+        assert (named in out.stdout) == (guard == "1"), out.stdout
+
+
 def test_the_test_session_itself_runs_without_the_gil_when_required():
     import os
 

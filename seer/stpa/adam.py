@@ -1,10 +1,16 @@
-"""Adam (Kingma & Ba), written out, for training with torch on free-threaded CPython.
+"""Adam for training with torch on free-threaded CPython: torch's own update, without
+``torch.optim.Adam``.
 
-``torch.optim`` cannot be used there: constructing one of its optimizers imports
-``torch._dynamo`` and with it triton, whose extension re-enables the GIL on a 3.14t build
-(``torch.use_deterministic_algorithms`` does the same). STPA's encoder and the MAPPO
-example train with this one instead. torch is imported on first use, so importing this
-module costs nothing where the ``stpa`` extra is not installed.
+Constructing any ``torch.optim`` optimizer imports ``torch._dynamo`` (its
+``add_param_group`` is wrapped in ``torch._disable_dynamo``), and ``torch._dynamo`` imports
+triton when it is installed, whose extension ``triton._C.libtriton`` re-enables the GIL on a
+3.14t build (``torch.use_deterministic_algorithms`` does the same; ``TORCHDYNAMO_DISABLE=1``
+does not help, measured on torch 2.14.1 and 2.15.0, docs/training.md). The functional
+update ``torch.optim.adam.adam`` that ``torch.optim.Adam`` calls, and
+``torch.nn.utils.clip_grad_norm_``, import neither, so this class holds Adam's state and
+calls them: the numbers are torch's single-tensor Adam's. STPA's encoder and the MAPPO
+example train with it. torch is imported on first use, so importing this module costs
+nothing where the ``stpa`` extra is not installed.
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ __all__ = ["Adam"]
 
 
 class Adam:
-    """Adam over ``params`` (tensors with ``.grad``), as ``torch.optim.Adam`` without weight
-    decay or amsgrad. ``max_grad_norm``: clip the gradients' global L2 norm to it before
-    the update (None: no clipping). :meth:`step` returns that norm before clipping."""
+    """Adam over ``params`` (tensors with ``.grad``): ``torch.optim.Adam(params, lr, betas,
+    eps, foreach=False)`` without weight decay or amsgrad, except that one step count ``t``
+    serves every parameter (a parameter without a gradient is skipped, as torch skips it).
+    ``max_grad_norm``: clip the gradients' global L2 norm to it before the update, in
+    place, with ``torch.nn.utils.clip_grad_norm_`` (None: no clipping). :meth:`step`
+    returns that norm before clipping."""
 
     def __init__(self, params: list[Any], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, max_grad_norm: float | None = None) -> None:
@@ -26,9 +35,11 @@ class Adam:
         self.params = params
         self.lr, self.b1, self.b2, self.eps = lr, betas[0], betas[1], eps
         self.max_grad_norm = max_grad_norm
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
+        self.m = [torch.zeros_like(p) for p in params]  # exp_avg
+        self.v = [torch.zeros_like(p) for p in params]  # exp_avg_sq
         self.t = 0
+        # torch's per-parameter step counters, set from t before each update
+        self._steps = [torch.zeros((), dtype=torch.float32) for _ in params]
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -37,25 +48,26 @@ class Adam:
     def step(self) -> float:
         """One update; returns the gradients' global norm before clipping."""
         import torch
+        from torch.nn.utils import clip_grad_norm_, get_total_norm
+        from torch.optim.adam import adam
 
-        grads = [p.grad for p in self.params if p.grad is not None]
-        norm = float(torch.sqrt(sum(g.square().sum() for g in grads))) if grads else 0.0
-        scale = 1.0
-        if self.max_grad_norm is not None and norm > self.max_grad_norm:
-            scale = self.max_grad_norm / (norm + 1e-6)
+        live = [i for i, p in enumerate(self.params) if p.grad is not None]
         self.t += 1
-        c1 = 1.0 - self.b1**self.t
-        c2 = 1.0 - self.b2**self.t
+        if not live:
+            return 0.0
+        params = [self.params[i] for i in live]
+        grads = [p.grad for p in params]
+        if self.max_grad_norm is None:
+            norm = get_total_norm(grads, foreach=False)
+        else:
+            norm = clip_grad_norm_(params, self.max_grad_norm, foreach=False)
+        steps = [self._steps[i].fill_(self.t - 1) for i in live]  # adam adds the 1
         with torch.no_grad():
-            for p, m, v in zip(self.params, self.m, self.v, strict=True):
-                if p.grad is None:
-                    continue
-                g = p.grad if scale == 1.0 else p.grad * scale
-                m.mul_(self.b1).add_(g, alpha=1.0 - self.b1)
-                v.mul_(self.b2).addcmul_(g, g, value=1.0 - self.b2)
-                denom = (v / c2).sqrt_().add_(self.eps)
-                p.addcdiv_(m, denom, value=-self.lr / c1)
-        return norm
+            adam(params, [p.grad for p in params], [self.m[i] for i in live],
+                 [self.v[i] for i in live], [], steps, foreach=False, amsgrad=False,
+                 beta1=self.b1, beta2=self.b2, lr=self.lr, weight_decay=0.0, eps=self.eps,
+                 maximize=False)
+        return float(norm)
 
     def state_dict(self) -> dict[str, Any]:
         """The step count, moments and learning rate (for checkpoints)."""

@@ -48,12 +48,14 @@ The numpy forward :func:`numpy_encode` works from :meth:`TimesURLEncoder.export`
 imports torch: ``threads="auto"`` needs numpy only. torch is imported lazily, by the
 training and torch-forward code only.
 
-Free-threading: ``torch.optim`` and ``torch.use_deterministic_algorithms`` import
-``torch._dynamo``/``torch._inductor`` and with them triton, whose extension re-enables the
-GIL on a 3.14t build; training therefore uses :class:`seer.stpa.adam.Adam` and sets the
-deterministic flag through torch's underlying setter. :meth:`TimesURLEncoder.fit` changes
-process-wide torch state (one thread, deterministic algorithms, the seeded global RNG),
-restores it afterwards, and holds a lock, so one fit runs at a time in a process.
+Free-threading: constructing a ``torch.optim`` optimizer and
+``torch.use_deterministic_algorithms`` import ``torch._dynamo`` and with it triton, whose
+extension re-enables the GIL on a 3.14t build; training therefore uses
+:class:`seer.stpa.adam.Adam` (torch's functional Adam update, without the optimizer class)
+and sets the deterministic flag through torch's underlying setter.
+:meth:`TimesURLEncoder.fit` changes process-wide torch state (one thread, deterministic
+algorithms, the seeded global RNG), restores it afterwards, and holds a lock, so one fit
+runs at a time in a process.
 
 Sizes (defaults, C = 54): about 22k parameters; 40 epochs on 300 preflights train in about
 9 s on one thread; :func:`numpy_encode` takes about 0.5 ms per preflight.

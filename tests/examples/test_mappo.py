@@ -1,9 +1,13 @@
 """examples/mappo.py and examples/marl_policy.py: the GIL stays off, training on serial
 and on seer(2) logs identical numbers, the script writes checkpoints and a plot, and the
-hand-written pieces (GAE, log-probabilities, Adam) are right."""
+hand-written pieces (GAE, log-probabilities) are right, and Adam is torch.optim.Adam's
+update bit for bit."""
 
 import math
+import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,3 +124,49 @@ def test_adam_minimises_a_quadratic_and_round_trips_its_state():
     clone = Adam([torch.nn.Parameter(p.detach().clone())], lr=0.5)
     clone.load_state_dict(opt.state_dict())
     assert clone.t == 200 and clone.lr == 0.1 and torch.equal(clone.m[0], opt.m[0])
+
+
+SAME_AS_TORCH = textwrap.dedent("""
+    import sys
+    import torch
+    from examples.marl_policy import Adam
+
+    def train(ours, clip):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+        params = list(net.parameters())
+        opt = (Adam(params, lr=3e-3, max_grad_norm=clip) if ours
+               else torch.optim.Adam(params, lr=3e-3, eps=1e-5, foreach=False))
+        gen, norms = torch.Generator().manual_seed(1), []
+        for _ in range(30):
+            opt.zero_grad()
+            net(torch.randn(32, 6, generator=gen)).square().mean().backward()
+            if ours:
+                norms.append(opt.step())
+            else:
+                grads = [p.grad for p in params]
+                norms.append(float(torch.nn.utils.clip_grad_norm_(params, clip, foreach=False)
+                                   if clip else torch.nn.utils.get_total_norm(grads)))
+                opt.step()
+        return [p.detach() for p in params], norms
+
+    gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else None
+    ours = {clip: train(True, clip) for clip in (None, 0.5)}
+    gil_after_ours = sys._is_gil_enabled() if gil is not None else None
+    for clip, (params, norms) in ours.items():
+        ref_params, ref_norms = train(False, clip)  # torch.optim: may turn the GIL on
+        assert norms == ref_norms, (clip, norms[:3], ref_norms[:3])
+        assert all(torch.equal(a, b) for a, b in zip(params, ref_params)), clip
+    print(gil, gil_after_ours)
+""")
+
+
+def test_adam_is_torch_optim_adam_bit_for_bit():
+    # in a child process: building torch.optim.Adam imports triton, which would turn this
+    # process's GIL on (and fail a SEER_REQUIRE_NOGIL=1 session)
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", SAME_AS_TORCH],
+                          cwd=Path(__file__).parents[2], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    if seer_platform.free_threaded_build():
+        assert done.stdout.split() == ["False", "False"], done.stdout

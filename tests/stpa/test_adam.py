@@ -1,5 +1,6 @@
-"""seer.stpa.adam.Adam: the update of torch.optim.Adam, written out (torch.optim re-enables the
-GIL on 3.14t), with optional global-norm clipping."""
+"""seer.stpa.adam.Adam: torch.optim.Adam's update through torch's functional Adam
+(constructing torch.optim optimizers re-enables the GIL on 3.14t where triton is
+installed), with optional global-norm clipping."""
 
 import math
 
