@@ -27,6 +27,7 @@ import bisect
 import inspect
 import math
 import operator
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ from seer.events import (
 )
 
 __all__ = ["Context", "EntityGroups", "FieldSpec", "Model", "ModelSpec", "StateArrays",
-           "StepInfo", "compile_model", "sample_actions_of"]
+           "StepInfo", "allocate_state", "compile_model", "sample_actions_of"]
 
 # A code constant, so immortal on free-threaded CPython: math.inf is an ordinary float,
 # and two threads emitting at once would contend on its reference count.
@@ -433,6 +434,77 @@ def compile_model(model: Model) -> ModelSpec:
         step_length=_positive_finite(model, "step_length", allow_zero=False),
         agents=agents,
     )
+
+
+#: The most bytes numpy can index in one array.
+_MAX_ARRAY_BYTES = int(np.iinfo(np.intp).max)
+
+
+def allocate_state(spec: ModelSpec, copies: int = 1) -> list[dict[str, np.ndarray]]:
+    """``copies`` sets of the model's state arrays, zero-filled: per field, an array of shape
+    ``(n_entities, *field.shape)`` (a runtime keeps two: the live state and the step-start
+    snapshot).
+
+    A field too big raises :class:`ModelError` naming the model, the field, the array's
+    full shape, dtype and size, never numpy's bare ``MemoryError``: before anything is
+    allocated when the arrays cannot exist (numpy cannot index them) or would not fit in
+    this machine's memory, else when numpy's allocation fails."""
+    n = spec.n_entities
+    sizes = {f.name: n * math.prod(f.shape) * f.dtype.itemsize for f in spec.fields}
+    total = copies * sum(sizes.values())
+    memory = _physical_memory()
+    biggest = max(spec.fields, key=lambda f: sizes[f.name])
+    if max(sizes.values()) > _MAX_ARRAY_BYTES:
+        raise _field_too_big(spec, biggest, sizes[biggest.name],
+                             "more than numpy can index in one array")
+    if memory is not None and total > memory:
+        what = {1: "the state", 2: "the state and its step-start snapshot"}.get(
+            copies, f"{copies} copies of the state")
+        raise _field_too_big(spec, biggest, sizes[biggest.name],
+                             f"with every field, {what} would take {_size(total)}, more "
+                             f"than this machine's {_size(memory)} of memory")
+    out = []
+    for _ in range(copies):
+        arrays = {}
+        for f in spec.fields:
+            try:
+                arrays[f.name] = np.zeros((n, *f.shape), f.dtype)
+            except (MemoryError, ValueError) as exc:
+                raise _field_too_big(spec, f, sizes[f.name],
+                                     f"numpy could not allocate it ({type(exc).__name__}: "
+                                     f"{exc})") from None
+        out.append(arrays)
+    return out
+
+
+def _field_too_big(spec: ModelSpec, field: FieldSpec, nbytes: int, why: str) -> ModelError:
+    shape = (spec.n_entities, *field.shape)
+    return ModelError(
+        f"state field {field.name!r} of model {spec.name!r} is too big to allocate: an array "
+        f"of shape {shape} ({spec.n_entities} entities x row shape {field.shape}) of "
+        f"{field.dtype} is {_size(nbytes)} ({nbytes} bytes); {why}. A field's shape is the "
+        "shape of one entity's row: make it smaller, or use fewer entities")
+
+
+def _physical_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page if pages > 0 and page > 0 else None
+
+
+def _size(nbytes: int) -> str:
+    """``nbytes`` for a person: ``32.0 TiB``."""
+    if nbytes < 1024:
+        return f"{nbytes} bytes"
+    size = float(nbytes)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        size /= 1024
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+    return f"{size / 1024:.1f} PiB"
 
 
 def _takes_info(model: Model, name: str) -> bool:

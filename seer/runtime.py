@@ -41,7 +41,7 @@ from seer.errors import (
     event_of,
     tag_event,
 )
-from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, seq_origin
+from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, seq_is_emitted, seq_origin
 from seer.model import (
     INIT_PARENT_SEQ,
     NO_SNAPSHOT,
@@ -50,6 +50,7 @@ from seer.model import (
     ModelSpec,
     StateArrays,
     StepInfo,
+    allocate_state,
     compile_model,
     make_row,
     make_row_class,
@@ -57,7 +58,8 @@ from seer.model import (
 )
 from seer.trace import Trace
 
-__all__ = ["ActionBatch", "Runtime", "StepResult", "run_event", "step_limit_error"]
+__all__ = ["DEFAULT_EVENTS_PER_ENTITY", "DEFAULT_MIN_EVENTS", "ActionBatch", "Runtime",
+           "StepResult", "default_event_limit", "run_event", "step_limit_error"]
 
 _NEW, _READY, _FAILED, _BROKEN, _CLOSED = "new", "ready", "failed", "broken", "closed"
 _NO_KIND = object()  # no action kind checked yet
@@ -136,7 +138,13 @@ class ActionBatch:
 
 class Runtime(ABC):
     """Common interface: ``reset(seed)``, ``step(actions)``, ``close()``; also a context
-    manager. ``state`` gives read-only views of the live entity state."""
+    manager. ``state`` gives read-only views of the live entity state.
+
+    ``max_events_per_step`` (every runtime's constructor, and ``make_runtime``): a step
+    that runs more events raises :class:`~seer.errors.StepLimitError` (the runtime then
+    needs ``reset``). None, the default, is :func:`default_event_limit` of the model's
+    entity count, far above what real models run, so that a runaway step (a self-loop with
+    a tiny delay) always ends; an int ``N >= 1`` is that limit; 0 turns the guard off."""
 
     #: The runtime's name, as given to :func:`seer.make_runtime`.
     name: ClassVar[str] = "abstract"
@@ -153,13 +161,16 @@ class Runtime(ABC):
             raise ModelError(f"trace must be True, False, None or a seer.trace.Trace, got "
                              f"{type(trace).__name__} {trace!r}")
         self.trace: Trace | None = Trace() if trace is True else (trace or None)
-        self.max_events_per_step = _event_limit(max_events_per_step)
+        n = self.spec.n_entities
+        #: The step's event limit in force: an int >= 1, or 0 for no limit. The constructor's
+        #: ``max_events_per_step``: None (the default) gives :func:`default_event_limit`.
+        self.max_events_per_step = _event_limit(max_events_per_step, n)
+        self._limit_text = _limit_text(max_events_per_step, self.max_events_per_step, n)
         self._status = _NEW
         self._step_index = 0
         self.events_run = 0
-        n = self.spec.n_entities
-        self._arrays = {f.name: np.zeros((n, *f.shape), f.dtype) for f in self.spec.fields}
-        self._start_arrays = {f.name: np.zeros((n, *f.shape), f.dtype) for f in self.spec.fields}
+        # the live state and the step-start snapshot (a ModelError names a field too big)
+        self._arrays, self._start_arrays = allocate_state(self.spec, copies=2)
         self.state = StateArrays({k: read_only(v) for k, v in self._arrays.items()})
         self.snapshot = StateArrays({k: read_only(v) for k, v in self._start_arrays.items()})
         self._row_class = row_class = make_row_class(self.spec.fields)
@@ -607,15 +618,32 @@ class Runtime(ABC):
     def _event_limit(self) -> int:
         """``max_events_per_step`` as an int that a hot loop can compare against."""
         limit = self.max_events_per_step
-        return _NO_LIMIT if limit is None else limit
+        return _NO_LIMIT if limit == 0 else limit
 
     def _step_limit_error(self, e: int, ev: Event | None, detail: str) -> StepLimitError:
-        """The error for a step that ran more than ``max_events_per_step`` events."""
-        err = step_limit_error(self.spec.name, self.max_events_per_step, e, ev, detail)
-        err.kind = self._kind_name(ev.kind) if ev is not None else None
-        err.step = self._step_index
+        """The error for a step that ran more than ``max_events_per_step`` events; without
+        an event (a coordinator's count over several windows), it names the entity that
+        emitted the most events this episode, and the time that entity had reached."""
+        err = step_limit_error(self.spec.name, self.max_events_per_step, e, ev, detail,
+                               text=self._limit_text)
         if ev is None:
-            err.time = self.time
+            busiest = max(self._contexts, key=_emitted)
+            err.entity, err.time = busiest.id, busiest.now
+            err.emitted = busiest._counter
+        return self._explain_step_limit(err)
+
+    def _explain_step_limit(self, err: StepLimitError) -> StepLimitError:
+        """Fill in what only the runtime knows (the step, the kind's name, where the step
+        started and ends) and rewrite the message with it (a worker thread made ``err``)."""
+        err.step = self._step_index
+        ev = err.event
+        if ev is not None:
+            err.kind = self._kind_name(ev[3])
+        t0 = self._step_index * self.spec.step_length
+        err.message = _step_limit_message(
+            err, (t0, t0 + self.spec.step_length),
+            f"make_runtime(model, {self.name!r}, max_events_per_step=N) or "
+            f"{type(self).__name__}(model, max_events_per_step=N)")
         return err
 
     def _mark_failed(self) -> None:
@@ -646,6 +674,8 @@ class Runtime(ABC):
                         ev: Event | None) -> BaseException:
         """Mark the runtime failed and return the exception the caller should see."""
         self._mark_failed()
+        if isinstance(exc, StepLimitError):
+            return self._explain_step_limit(exc)
         if isinstance(exc, ContractError):
             exc.step = self._step_index
             exc.kind = kind
@@ -662,14 +692,83 @@ class Runtime(ABC):
 
 _NO_LIMIT = 1 << 62
 
+#: The default event limit of a step (``max_events_per_step=None``) is
+#: :func:`default_event_limit`: ``max(DEFAULT_MIN_EVENTS, DEFAULT_EVENTS_PER_ENTITY * n)``
+#: for ``n`` entities, a guard against a step that never ends (a self-loop whose time
+#: barely advances), sized far above what real models run. Measured on the serial runtime,
+#: events in the busiest step (per entity): the benchmark sizes run BenchModel(1000) 2,029
+#: (2.0), fanout 16: 17,199 (17); EmptyModel(1000, per_step=10) 11,000 (11); Aircraft(800)
+#: 1,002 (1.3); PCS(40x40) 6,529 (4.1); Pursuit(256x256, 1000 + 4000) 5,318 (1.1);
+#: Spread(50) 50 (0.5). Pushed knobs: Aircraft(200) with interaction and density 8: 23,116
+#: (116); PCS(10x10) with step_length=3600: 35,652 (357); EmptyModel(50, per_step=1000):
+#: 50,050 (1,001). seer.testing.RandomModel over the tests' range (fanout <= 3, ttl <= 4):
+#: at most 55 per entity; at fanout 8, ttl 6: 189,494 for 50 (3,790). So the benchmarks
+#: stay 580x below the per-entity part and every shipped or test configuration at least
+#: 2.6x below it (the floor: 5x for the largest small-model step). RandomModel at fanout
+#: 8 and ttl 8 is a branching process that grows 4x per generation (2.5 million events a
+#: step for 50 entities, 30 s a step): it needs ``max_events_per_step=0``. A self-loop
+#: reaches the floor in about 1 s (serial, seer, static, global, executor) to 3 s
+#: (optimistic) on one core.
+DEFAULT_EVENTS_PER_ENTITY = 10_000
+DEFAULT_MIN_EVENTS = 1_000_000
 
-def step_limit_error(model: str, limit: int | None, entity: int, ev: Event | None,
-                     detail: str) -> StepLimitError:
-    """A :class:`StepLimitError` (the runtime fills in the step and the kind's name)."""
-    return StepLimitError(
-        f"more than max_events_per_step={limit} events in one step ({detail}); an event loop "
-        f"that never reaches the step end? (e.g. an entity re-scheduling itself with a tiny "
-        f"delay)", model=model, entity=entity, kind=None, time=ev.tau if ev is not None else 0.0)
+
+def default_event_limit(n_entities: int) -> int:
+    """The default ``max_events_per_step`` of a model with ``n_entities`` entities."""
+    return max(DEFAULT_MIN_EVENTS, DEFAULT_EVENTS_PER_ENTITY * n_entities)
+
+
+def step_limit_error(model: str, limit: int, entity: int, ev: Event | None, detail: str, *,
+                     text: str | None = None) -> StepLimitError:
+    """A :class:`StepLimitError` for ``ev`` on ``entity`` (the runtime fills in the step
+    and the kind's name: :meth:`Runtime._explain_step_limit`). ``text`` says where the
+    limit came from (default: ``max_events_per_step=<limit>``)."""
+    err = StepLimitError("", model=model, entity=entity, kind=None,
+                         time=ev[0] if ev is not None else 0.0, limit=limit,
+                         limit_text=text or f"max_events_per_step={limit}", detail=detail,
+                         event=ev, emitted=None)
+    err.message = _step_limit_message(err, None)
+    return err
+
+
+def _step_limit_message(err: StepLimitError, step: tuple[float, float] | None,
+                        how: str = "make_runtime(model, runtime, max_events_per_step=N) or "
+                                   "the runtime's constructor") -> str:
+    """What a :class:`StepLimitError` says: the limit and where it came from, which entity
+    and event were running (or which entity emitted the most), how far model time got in
+    the step ``[t0, t_end)``, and ``how`` to raise the limit."""
+    ev = err.event
+    if ev is not None:
+        origin = seq_origin(ev[1])
+        by = ("from the actions" if not seq_is_emitted(ev[1]) else "emitted by itself"
+              if origin == err.entity else f"emitted by entity {origin}")
+        kind = f"a {err.kind!r} event" if err.kind is not None else "an event"
+        who = f"entity {err.entity} was handling {kind} {by} at t={err.time!r}"
+    else:
+        who = (f"entity {err.entity} emitted the most events this episode "
+               f"({err.emitted}) and had reached t={err.time!r}")
+    where = ""
+    if step is not None:
+        t0, t_end = step
+        where = (f"; model time had advanced only {err.time - t0:.3g} into the step "
+                 f"[{t0!r}, {t_end!r})")
+    return (f"the step ran more than {err.limit} events ({err.detail}) without reaching its "
+            f"end (the limit: {err.limit_text}): {who}{where}. An event loop whose time "
+            "barely advances, such as an entity re-scheduling itself with a tiny delay? If "
+            f"the model really needs more events per step, raise the limit: {how} "
+            "(max_events_per_step=0: no limit)")
+
+
+def _emitted(ctx: Context) -> int:
+    return ctx._counter
+
+
+def _limit_text(given: Any, limit: int, n: int) -> str:
+    """How a step-limit message names the limit in force."""
+    if given is None:
+        return (f"max_events_per_step={limit}, the default for {n} entities: "
+                f"{DEFAULT_EVENTS_PER_ENTITY} per entity, at least {DEFAULT_MIN_EVENTS}")
+    return f"max_events_per_step={limit}"
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -678,11 +777,15 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
-def _event_limit(limit: Any) -> int | None:
+def _event_limit(limit: Any, n: int) -> int:
+    """``max_events_per_step`` as given to a constructor, as the limit in force: None is
+    :func:`default_event_limit`, 0 no limit (kept as 0), an int >= 1 itself."""
     if limit is None:
-        return None
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
-        raise ModelError(f"max_events_per_step must be None or an int >= 1, got {limit!r}")
+        return default_event_limit(n)
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
+        raise ModelError(f"max_events_per_step must be None or an int >= 0 (None: the "
+                         f"default, {default_event_limit(n)} events for {n} entities; 0: no "
+                         f"limit; N: at most N events per step), got {limit!r}")
     return int(limit)
 
 

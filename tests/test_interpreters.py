@@ -62,7 +62,8 @@ class Relay(seer.Model):
 
 def episode_sha256(kind: str, n: int = 40, steps: int = 6, seed: int = 123) -> str:
     """sha256 of every output of a fixed episode, then the final state and event count."""
-    with seer.make_runtime(Relay(n), kind, threads=2) as runtime:
+    with seer.make_runtime(Relay(n), kind, threads=None if kind == "serial" else 2) \
+            as runtime:
         results = [runtime.reset(seed=seed)]
         for t in range(steps):
             results.append(runtime.step([((t * 7 + i) % 5) * 0.125 for i in range(n)]))

@@ -92,6 +92,39 @@ def test_bad_fields(fields, message):
         compile_model(m)
 
 
+@pytest.mark.parametrize("runtime", ["serial", "seer", "optimistic"])
+def test_a_field_too_big_to_allocate_is_named(runtime):
+    """Refused before anything is allocated: a ModelError naming the field, its full
+    shape, dtype and size, not numpy's bare MemoryError."""
+    m = Minimal(10)
+    m.fields = {"ok": ((), np.int64), "x": ((10**7, 10**6), np.float64)}
+    with pytest.raises(seer.ModelError, match=(
+            r"^state field 'x' of model 'Minimal' is too big to allocate: an array of shape "
+            r"\(10, 10000000, 1000000\) \(10 entities x row shape \(10000000, 1000000\)\) of "
+            r"float64 is 727\.6 TiB \(800000000000000 bytes\); with every field, the state and "
+            r"its step-start snapshot would take 1\.4 PiB, more than this machine's "
+            r".* of memory\. A field's shape is the shape of one entity's row")):
+        seer.make_runtime(m, runtime)
+    m.fields = {"x": ((10**10, 10**10), np.float64)}  # more than numpy can index
+    with pytest.raises(seer.ModelError, match=r"state field 'x' .* shape \(10, 10000000000, "
+                       r"10000000000\) .* of float64 is .* PiB .*; more than numpy can index"):
+        seer.SerialRuntime(m)
+
+
+def test_a_failed_allocation_is_named(monkeypatch):
+    """Where the machine's memory is unknown, numpy's own failure is wrapped."""
+    import seer.model
+
+    monkeypatch.setattr(seer.model, "_physical_memory", lambda: None)
+    m = Minimal(4)
+    m.fields = {"grid": ((2**29, 2**29), np.uint8)}  # 2**60 bytes: beyond any address space
+    with pytest.raises(seer.ModelError, match=r"state field 'grid' of model 'Minimal' is too "
+                       r"big to allocate: an array of shape \(4, 536870912, 536870912\) .* "
+                       r"of uint8 is 1024\.0 PiB \(1152921504606846976 bytes\); numpy could "
+                       r"not allocate it \(MemoryError: "):
+        seer.SerialRuntime(m)
+
+
 def test_bad_agents():
     m = Minimal(2)
     m.agent_entities = lambda: [0, 5]

@@ -413,7 +413,7 @@ def test_action_counters_name_the_entity_that_runs_out(kind):
     from seer.events import COUNTER_LIMIT
 
     model = _TwiceEach(20, seed=1)
-    rt = seer.make_runtime(model, kind, threads=2)
+    rt = seer.make_runtime(model, kind, threads=None if kind == "serial" else 2)
     try:
         rt.reset(0)
         rt._external_counters[7] = COUNTER_LIMIT - 1  # room for one more

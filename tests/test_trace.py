@@ -15,7 +15,8 @@ RUNTIMES = ["serial", "seer", "static", "static-block", "global", "executor"]
 
 def traced(runtime, threads=3, steps=3, model=None):
     model = model or RandomModel(60, seed=4, fanout=2, lookahead=0.5)
-    rt = seer.make_runtime(model, runtime, threads=threads, trace=True)
+    rt = seer.make_runtime(model, runtime, threads=None if runtime == "serial" else threads,
+                           trace=True)
     rt.reset(1)
     rt.trace.clear()  # count only the steps' events
     before = rt.events_run
@@ -76,8 +77,9 @@ def test_chrome_trace_event_format():
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_tracing_never_changes_results(runtime):
     model = RandomModel(50, seed=7, fanout=3, lookahead=0.0)
-    assert_equivalent(lambda m: seer.make_runtime(m, runtime, threads=3, trace=True), model,
-                      seeds=[2], steps=3)
+    threads = None if runtime == "serial" else 3  # serial runs on its one thread
+    assert_equivalent(lambda m: seer.make_runtime(m, runtime, threads=threads, trace=True),
+                      model, seeds=[2], steps=3)
 
 
 def test_gantt_and_save(tmp_path):

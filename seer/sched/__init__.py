@@ -127,10 +127,14 @@ def register_thread_chooser(chooser: ThreadChooser | None) -> ThreadChooser | No
     return previous
 
 
-def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str = 2,
+def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str | None = None,
                  **options: Any) -> Runtime:
-    """Build the runtime named ``runtime`` for ``model``. ``threads`` is ignored by
-    ``serial``; other keyword options go to the runtime's constructor.
+    """Build the runtime named ``runtime`` for ``model``; keyword options go to the
+    runtime's constructor (``max_events_per_step``, ``trace``, ...).
+
+    ``threads``: an int in ``1..MAX_THREADS``, ``"auto"``, or None (the default: the
+    runtime's own default, 2 for the parallel runtimes). ``serial`` runs on one thread: it
+    takes None, 1 or ``"auto"`` and refuses any other count with :class:`ModelError`.
 
     ``threads="auto"`` asks the registered thread chooser (:func:`register_thread_chooser`):
     by default STPA's preflight (a few steps of ``model`` on a separate runtime, with a
@@ -142,8 +146,15 @@ def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str = 2,
     except (KeyError, TypeError):
         raise ModelError(f"unknown runtime {runtime!r}; choose one of "
                          f"{sorted(RUNTIMES)}") from None
-    if cls is SerialRuntime:
-        return SerialRuntime(model, **options)
+    if issubclass(cls, SerialRuntime):
+        one = f"runtime {runtime!r} runs on one thread"
+        if not (threads is None or (threads.__class__ is int and threads == 1)
+                  or (isinstance(threads, str) and threads == "auto")):
+            raise ModelError(f"{one}: threads must be 1, 'auto' or left out (None), got "
+                             f"{threads!r} (for more threads choose a parallel runtime, such "
+                             "as 'seer')")
+        return cls(model, **options)
+    threads = _threads_option(threads, runtime)
     stpa = None
     if threads == "auto":
         chooser = _thread_chooser
@@ -152,6 +163,25 @@ def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str = 2,
                              "registered (import seer.stpa, or call "
                              "seer.sched.register_thread_chooser)")
         threads, stpa = chooser(model, runtime)
-    rt = cls(model, threads=threads, **options)
+    rt = cls(model, **options) if threads is None else cls(model, threads=threads, **options)
     rt.stpa = stpa
     return rt
+
+
+def _threads_option(threads: Any, runtime: str) -> int | str | None:
+    """``make_runtime``'s ``threads``, checked: None, ``"auto"`` or an int in
+    ``1..MAX_THREADS``; anything else is a :class:`ModelError` that lists all three."""
+    if threads is None or (isinstance(threads, str) and threads == "auto"):
+        return threads
+    try:
+        return validate_threads(threads)
+    except ModelError:
+        hint = ""
+        if isinstance(threads, str) and threads.strip().lower() == "auto":
+            hint = " (write 'auto' in lower case)"
+        elif isinstance(threads, str) and threads.strip().isdigit():
+            hint = f" (pass the number itself: threads={int(threads.strip())})"
+        raise ModelError(f"threads must be an int in 1..{MAX_THREADS}, got {threads!r}; "
+                         f"make_runtime(model, {runtime!r}, threads=...) also takes 'auto' "
+                         f"(STPA picks the count) or None (the runtime's default){hint}") \
+            from None

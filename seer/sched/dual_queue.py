@@ -68,6 +68,7 @@ _heappush = heapq.heappush
 _heappop = heapq.heappop
 _tuple_new = tuple.__new__
 _NO_FAILURE = (1e999, 1 << 64)  # above every event key (constants: immortal)
+_STOPPED = (-1e999, -1)  # below every event key: the bound after the event limit
 _tau_of, _seq_of, _target_of = itemgetter(0), itemgetter(1), itemgetter(2)
 #: Fewer actions than this are made into events by the coordinator (not worth the slots).
 _SHARED_ACTIONS_MIN = 64
@@ -232,8 +233,7 @@ class WindowWorker:
                         break
                     ran += 1
                     if ran > limit:
-                        bound = self._failed(self.runtime_limit_error(e, ev, "in one window"),
-                                             ev)
+                        bound = self._over_limit(e, ev)
                         break
                 if heap:
                     head = heap[0]
@@ -245,6 +245,16 @@ class WindowWorker:
             self.cur = -1
             self.events += ran
             self.stats.entities += done
+
+    def _over_limit(self, e: int, ev: Event) -> tuple[float, int]:
+        """The chunk ran more than ``max_events_per_step`` events, the last ``ev`` of
+        entity ``e``: record the :class:`~seer.errors.StepLimitError` and run nothing
+        more this window (a bound below every event). Not a failure in κ order: the
+        entities after ``e`` would otherwise run their earlier events, cross the count
+        too, and be blamed for it."""
+        self.failure = tag_event(self.runtime_limit_error(e, ev, "in one window"), ev)
+        self.failure_key = _STOPPED
+        return _STOPPED
 
     def _failed(self, exc: BaseException, ev: Event) -> tuple[float, int]:
         """Record ``exc`` from event ``ev``; return the bound for the rest of the window."""
@@ -446,7 +456,8 @@ class DualQueueRuntime(WindowedRuntime):
         traced = {} if self.trace is None else {"trace": self.trace}
         worker = WindowWorker if self.trace is None else TracingWindowWorker
         workers: list[WindowWorker | None] = [None] * threads
-        limit_error = partial(step_limit_error, self.spec.name, self.max_events_per_step)
+        limit_error = partial(step_limit_error, self.spec.name, self.max_events_per_step,
+                              text=self._limit_text)
 
         def make(index: int) -> None:
             self._own_contexts(homed[index])

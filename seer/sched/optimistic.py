@@ -690,7 +690,8 @@ class OptimisticRuntime(ThreadedRuntime):
             OptimisticWorker(index, sh, self._contexts, self._handlers, self._rowviews,
                              self._ckpt_bytes, self.checkpoint_every, self._private_views(),
                              self._event_limit,
-                             partial(step_limit_error, self.spec.name, self.max_events_per_step))
+                             partial(step_limit_error, self.spec.name,
+                                     self.max_events_per_step, text=self._limit_text))
             for index in range(self._threads)]
         self._bind_dirty = True
 

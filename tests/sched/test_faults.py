@@ -21,6 +21,12 @@ PARALLEL = [r for r in RUNTIMES if r != "serial"]
 WAIT = 20.0  # seconds any scenario may wait for a thread before it counts as a hang
 
 
+def threads_for(runtime: str, threads: int = 2) -> int | None:
+    """``threads`` for a parallel runtime; None (its one thread) for serial, which refuses
+    any other count."""
+    return None if runtime == "serial" else threads
+
+
 class Gate(seer.Model):
     """Entity 0's handler, on the step given by ``hold_step``, signals ``inside`` and
     blocks until ``release`` is set: a step that is reliably still running."""
@@ -94,7 +100,7 @@ OPERATIONS = [(r, op) for r in RUNTIMES for op in ("step", "reset", "resize", "c
 @pytest.mark.parametrize(("runtime", "second"), OPERATIONS)
 def test_a_second_operation_during_a_step_is_refused_at_once(runtime, second):
     model = Gate()
-    rt = seer.make_runtime(model, runtime, threads=3)
+    rt = seer.make_runtime(model, runtime, threads=threads_for(runtime, 3))
     try:
         rt.reset(0)
         rt.step()  # step 0
@@ -121,7 +127,7 @@ def test_many_threads_racing_for_one_runtime_never_hang_or_corrupt(runtime):
     """Four threads call step() on one runtime at once, many times: each call either runs
     or is refused; the steps that ran equal as many serial steps."""
     model = RandomModel(30, seed=4, fanout=2)
-    rt = seer.make_runtime(model, runtime, threads=2)
+    rt = seer.make_runtime(model, runtime, threads=threads_for(runtime))
     rt.reset(3)
     done = [0]
     lock = threading.Lock()
@@ -181,7 +187,8 @@ class Runaway(seer.Model):
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_max_events_per_step_stops_a_runaway_step(runtime):
     model = Runaway()
-    rt = seer.make_runtime(model, runtime, threads=2, max_events_per_step=5_000)
+    rt = seer.make_runtime(model, runtime, threads=threads_for(runtime),
+                           max_events_per_step=5_000)
     try:
         rt.reset(0)
         rt.step()  # step 0: every entity ticks once
@@ -200,8 +207,13 @@ def test_max_events_per_step_stops_a_runaway_step(runtime):
 
 
 def test_max_events_per_step_is_checked():
-    with pytest.raises(seer.ModelError, match="max_events_per_step must be None or an int"):
-        seer.SerialRuntime(Runaway(), max_events_per_step=0)
+    for bad in (-1, True, 1.5, "10"):
+        with pytest.raises(seer.ModelError, match=r"max_events_per_step must be None or an "
+                           r"int >= 0 \(None: the default, 1000000 events for 6 entities; 0: "
+                           r"no limit; N: at most N events per step\), got "):
+            seer.SerialRuntime(Runaway(), max_events_per_step=bad)
+    assert seer.SerialRuntime(Runaway(), max_events_per_step=0).max_events_per_step == 0
+    assert seer.SerialRuntime(Runaway()).max_events_per_step == 1_000_000
 
 
 BAD_ACTIONS = {
@@ -216,7 +228,7 @@ BAD_ACTIONS = {
 @pytest.mark.parametrize("bad", sorted(BAD_ACTIONS))
 def test_bad_actions_are_refused_without_costing_the_episode(runtime, bad):
     model = RandomModel(30, seed=6, fanout=2)
-    rt = seer.make_runtime(model, runtime, threads=2)
+    rt = seer.make_runtime(model, runtime, threads=threads_for(runtime))
     ref = seer.SerialRuntime(model)
     try:
         rt.reset(2)
@@ -241,7 +253,7 @@ def test_bad_actions_are_refused_without_costing_the_episode(runtime, bad):
 @pytest.mark.parametrize("seed", ["abc", -1, 1.5, True])
 def test_bad_seeds_are_refused_and_leave_the_episode_running(runtime, seed):
     model = RandomModel(20, seed=1)
-    rt = seer.make_runtime(model, runtime, threads=2)
+    rt = seer.make_runtime(model, runtime, threads=threads_for(runtime))
     try:
         rt.reset(5)
         rt.step(model.sample_actions(0))
@@ -267,7 +279,7 @@ class FailingOutputs(RandomModel):
 def test_an_outputs_error_is_wrapped_with_step_and_entity(runtime):
     model = FailingOutputs(60, seed=2)  # 60 agents: SEER builds outputs on both threads
     model.bad_entity = 10**6
-    rt = seer.make_runtime(model, runtime, threads=2)
+    rt = seer.make_runtime(model, runtime, threads=threads_for(runtime))
     try:
         rt.reset(0)
         model.bad_entity = 7

@@ -138,7 +138,25 @@ def test_factory_and_argument_errors():
         seer.make_runtime(model, "seer", threads=0)
     with pytest.raises(seer.ModelError, match=r"debug mode .* only available in SerialRuntime"):
         seer.make_runtime(model, "seer", debug=True)
-    assert isinstance(seer.make_runtime(model, "serial", threads=8), seer.SerialRuntime)
+    for threads in (None, 1, "auto"):  # serial runs on one thread: it refuses any other count
+        assert isinstance(seer.make_runtime(model, "serial", threads=threads),
+                          seer.SerialRuntime)
+    assert isinstance(seer.make_runtime(model, "serial"), seer.SerialRuntime)
+    for threads in (4, 3, 2, 0, "Auto", True):
+        with pytest.raises(seer.ModelError, match=r"runtime 'serial' runs on one thread: "
+                           r"threads must be 1, 'auto' or left out \(None\), got "):
+            seer.make_runtime(model, "serial", threads=threads)
+    rt = seer.make_runtime(model, "seer")  # None: the runtime's own default
+    assert rt.threads == 2
+    rt.close()
+    for threads, hint in (("Auto", r" \(write 'auto' in lower case\)"),
+                          ("4", r" \(pass the number itself: threads=4\)"),
+                          ("many", ""), (2.0, "")):
+        with pytest.raises(seer.ModelError, match=r"threads must be an int in 1\.\.256, got "
+                           r".*; make_runtime\(model, 'seer', threads=\.\.\.\) also takes "
+                           r"'auto' \(STPA picks the count\) or None \(the runtime's "
+                           r"default\)" + hint):
+            seer.make_runtime(model, "seer", threads=threads)
 
 
 def test_gil_build_warns_once(monkeypatch):

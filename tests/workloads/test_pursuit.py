@@ -115,7 +115,8 @@ def lockstep(pz, config, seed, runtimes=("serial", "seer"), *, adapter=False,
         model.evader_moves = recorder.log  # read by key (step, evader); grows as PZ steps
     n = model.n_pursuers
     names = [f"pursuer_{i}" for i in range(n)]
-    rts = [seer.make_runtime(model, name, threads=2) for name in runtimes]
+    rts = [seer.make_runtime(model, name, threads=None if name == "serial" else 2)
+           for name in runtimes]
     ad = None
     if adapter:
         from seer.marl import SeerParallelEnv
@@ -324,7 +325,7 @@ def test_map_and_spaces_match_pettingzoo(pz):
 
 # -- the port on its own ----------------------------------------------------------------------
 def run(model, seed, steps, runtime="serial"):
-    with seer.make_runtime(model, runtime, threads=2) as rt:
+    with seer.make_runtime(model, runtime, threads=None if runtime == "serial" else 2) as rt:
         outs = [rt.reset(seed)]
         for t in range(steps):
             outs.append(rt.step(model.sample_actions(t)))
