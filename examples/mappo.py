@@ -87,7 +87,9 @@ def make_env(cfg: Config) -> SeerParallelEnv:
         from workloads.pcs import PCS
 
         model = PCS(size, size, cost_us=cost, seed=cfg.seed, **cfg.extra)
-    return SeerParallelEnv(model, cfg.runtime, threads=cfg.threads)
+    # serial runs on one thread and refuses a count (cfg.threads is the parallel runtimes')
+    threads = None if cfg.runtime == "serial" else cfg.threads
+    return SeerParallelEnv(model, cfg.runtime, threads=threads)
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, gamma: float, lam: float

@@ -149,7 +149,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from seer.trace import plot_gantt
 
     model = model_from_args(args)()
-    runtime = seer.make_runtime(model, args.runtime, threads=args.threads, trace=True)
+    threads = args.threads or (None if args.runtime == "serial" else 4)
+    runtime = seer.make_runtime(model, args.runtime, threads=threads, trace=True)
     actions = sample_actions_of(model)
     with runtime:
         runtime.reset(args.seed)
@@ -222,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "Trace Event JSON)")
     add_model_arguments(p_trace)
     p_trace.add_argument("--runtime", default="seer")
-    p_trace.add_argument("--threads", type=positive_int, default=4)
+    p_trace.add_argument("--threads", type=positive_int, default=None,
+                         help="threads of the runtime (default: 4; serial runs on one)")
     p_trace.add_argument("--steps", type=positive_int, default=3)
     p_trace.add_argument("--warmup", type=non_negative_int, default=1,
                          help="untraced steps first")

@@ -297,7 +297,8 @@ def _items_stack(actions: Sequence[Any], kinds: str) -> bool:
 
 class SeerParallelEnv(ParallelEnv):
     """A PettingZoo parallel environment stepping ``model`` on the runtime named
-    ``runtime`` (see :func:`seer.make_runtime`). The model must define
+    ``runtime`` (see :func:`seer.make_runtime`; ``threads=None``: the runtime's default,
+    2 for the parallel ones, 1 for serial). The model must define
     ``observation_space(entity)`` and ``action_space(entity)``. Actions are checked against
     the action spaces before each step (:class:`ActionError`) unless ``check_actions`` is
     False."""
@@ -305,7 +306,7 @@ class SeerParallelEnv(ParallelEnv):
     metadata = {"name": "seer_v0", "render_modes": ["rgb_array"],  # noqa: RUF012
                 "is_parallelizable": True}
 
-    def __init__(self, model: Model, runtime: str = "seer", *, threads: int = 2,
+    def __init__(self, model: Model, runtime: str = "seer", *, threads: int | str | None = None,
                  render_mode: str | None = None, prefix: str | None = None,
                  check_actions: bool = True, **runtime_options: Any) -> None:
         if render_mode not in (None, "rgb_array"):

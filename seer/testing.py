@@ -444,7 +444,7 @@ class VerifyReport:
         return "\n".join(self.lines())
 
 
-def _runtime_factory(label: str) -> tuple[str, Callable[[Model], Runtime]]:
+def _runtime_factory(label: str, **options: Any) -> tuple[str, Callable[[Model], Runtime]]:
     """``"seer(2)"``/``"seer:2"``/``"seer"`` -> (its label, a factory) through the runtime
     registry (:func:`seer.make_runtime`)."""
     import re
@@ -460,8 +460,12 @@ def _runtime_factory(label: str) -> tuple[str, Callable[[Model], Runtime]]:
                          f"{', '.join(sorted(runtimes))}")
     if threads < 1:
         raise ModelError(f"runtime {label!r}: threads must be >= 1")
-    name = "serial" if kind == "serial" else f"{kind}({threads})"
-    return name, lambda model: make_runtime(model, kind, threads=threads)
+    if kind == "serial":
+        if threads != 1:
+            raise ModelError(f"runtime {label!r}: serial runs on one thread")
+        return "serial", lambda model: make_runtime(model, kind, **options)
+    name = f"{kind}({threads})"
+    return name, lambda model: make_runtime(model, kind, threads=threads, **options)
 
 
 def _registry() -> tuple[Callable[..., Runtime], Mapping[str, type]]:
@@ -552,7 +556,8 @@ def verify(model_or_factory: Model | Callable[[], Model],
                             for s in seeds):
         raise ModelError(f"verify: seeds must be non-negative ints, got {seeds!r}")
     chosen = default_runtimes(threads) if runtimes is None else list(runtimes)
-    candidates = [_runtime_factory(r) if isinstance(r, str) else (str(r[0]), r[1])
+    limit = {"max_events_per_step": max_events_per_step}
+    candidates = [_runtime_factory(r, **limit) if isinstance(r, str) else (str(r[0]), r[1])
                   for r in chosen]
     if actions is None:
         actions = sample_actions_of(model)

@@ -40,7 +40,9 @@ def add_subcommand(sub: Any) -> None:
                    help="kind:threads or kind(threads) labels instead (e.g. seer:2 static:3)")
     p.add_argument("--seeds", nargs="+", type=non_negative_int, default=[0],
                    help="episode seeds")
-    p.add_argument("--max-events-per-step", type=positive_int, default=None)
+    p.add_argument("--max-events-per-step", type=non_negative_int, default=None,
+                   metavar="N", help="stop a step after N events (default: the runtimes' "
+                   "own guard, max(1000000, 10000 per entity); 0: no limit)")
     p.set_defaults(func=_cmd_verify)
 
 

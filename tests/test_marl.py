@@ -15,7 +15,7 @@ MODELS = {
 @pytest.mark.parametrize("kind", ["serial", "seer"])
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_parallel_api(name, kind):
-    env = SeerParallelEnv(MODELS[name](), kind, threads=2)
+    env = SeerParallelEnv(MODELS[name](), kind, threads=None if kind == "serial" else 2)
     parallel_api_test(env, num_cycles=8)
     env.close()
 
