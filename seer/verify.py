@@ -8,9 +8,10 @@ Runs the model on serial with every contract check on (debug mode: rows of other
 payloads, and state outside the rows, such as model attributes and module globals), then
 side by side with each parallel runtime (every registered one at 2..T threads unless
 ``--runtimes``), and prints the first divergence with its step, field, entity and runtime,
-or that everything matched. Exit status: 0 matched, 1 a contract broken or a divergence,
-2 bad input (the model spec, its arguments, a runtime label). The work is
-:func:`seer.testing.verify`.
+or that everything matched. A run in which no event ran gives no verdict ("NOT VERIFIED",
+naming the fix: a ``sample_actions(step)`` method). Exit status: 0 matched, 1 a contract
+broken, a divergence or nothing verified, 2 bad input (the model spec, its arguments, a
+runtime label). The work is :func:`seer.testing.verify`.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def add_subcommand(sub: Any) -> None:
         description="Run the model on serial in debug mode (every contract check on, "
         "including writes outside the rows: model attributes, what they hold, module "
         "globals), then on each parallel runtime side by side with serial, and report the "
-        "first divergence (step, field, entity, runtime) or that everything matched. Exit "
-        "status 0: matched; 1: a contract broken or a divergence; 2: bad input.")
+        "first divergence (step, field, entity, runtime) or that everything matched. A run in "
+        "which no event ran is not verified (give the model sample_actions(step)). Exit "
+        "status 0: matched; 1: a contract broken, a divergence or nothing verified; 2: bad "
+        "input.")
     add_model_arguments(p)
     p.add_argument("--steps", type=positive_int, default=10, help="steps per seed (default 10)")
     p.add_argument("--threads", type=positive_int, default=3,
