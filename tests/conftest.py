@@ -89,6 +89,8 @@ SLOW = {
                               "repository (about 25 s)",
     "tests/check/test_explore.py::test_dpor_reaches_every_outcome_dfs_reaches":
         "DPOR against unbounded DFS on 8 random programs (8 s)",
+    "tests/check/test_litmus.py::test_litmus[CoRR2]":
+        "four threads on one word, every outcome of RC11's coherence (4 s)",
     "tests/check/test_queues.py::test_the_structure_passes_in_weak_memory_mode[leq]":
         "8826 schedules in weak-memory mode (12 s)",
     "tests/check/test_queues.py::test_the_structure_passes_in_weak_memory_mode[ring]":

@@ -135,7 +135,8 @@ BAD_INVOCATIONS = [
     (["check", "--example", "aba", "--replay", "garbage"], "seer check",
      "argument --replay: schedule 'garbage' must start with 'sc:' or 'weak:'"),
     (["check", "--example", "aba", "--replay", "sc:5*40"], "seer check",
-     "--replay 'sc:5*40': decision 1 runs thread 5, which cannot run there"),
+     "--replay 'sc:5*40' does not fit this check: the schedule fits only its first 0 "
+     "decisions: decision 1 runs thread 5, which cannot run there"),
     (["check", "--example", "aba", "--trace", f"{MISSING}/x.json"], "seer check",
      "argument --trace: cannot write"),
     (["check", "leq", "--strategy", "dpor"], "seer check", "--strategy needs --example"),

@@ -29,6 +29,15 @@ from seer.check.explorer import (
 from seer.check.scheduler import Barrier, ModelAccessor, Step, yield_now
 from seer.check.stress import audit_claims, run_threads
 
+
+def name_words(words, *names: str):
+    """Name the words of an ``AtomicWords`` one by one in reports, interleavings and graphs
+    (``name_words(deque.words, "top", "bottom")``: word 0 is ``top``, word 1 ``bottom``;
+    words past the names keep ``name[i]``). Returns ``words``."""
+    words.index_names = list(names)
+    return words
+
+
 __all__ = [
     "REPLAY_ENV",
     "STRATEGIES",
@@ -43,6 +52,7 @@ __all__ = [
     "explore",
     "format_schedule",
     "model_atomics",
+    "name_words",
     "parse_schedule",
     "replay",
     "run_threads",

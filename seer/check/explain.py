@@ -12,6 +12,7 @@ load read); the thread that failed is named in the title.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from seer.trace import Trace
@@ -68,7 +69,11 @@ def _quote(text: str) -> str:
 
 
 def failure_dot(failure: Any) -> str:
-    lines = ["digraph interleaving {", "  rankdir=TB;", "  node [shape=box, fontname=mono];",
+    """The execution graph: program order (solid), reads-from (``rf``, bold green when it
+    synchronises, dashed blue when not), modification order (``mo``, red, between
+    consecutive stores of a word) and from-read (``fr``, dotted orange: a load to the
+    store right after the one it read in ``mo``)."""
+    lines = ["digraph execution {", "  rankdir=TB;", "  node [shape=box, fontname=mono];",
              f'  label="{_quote(failure.message[:200])}\\nschedule {failure.schedule}";']
     stores = _store_lines(failure)
     last: dict[int, int] = {}
@@ -80,7 +85,33 @@ def failure_dot(failure: Any) -> str:
             lines.append(f"  n{last[line.thread]} -> n{k};")
         last[line.thread] = k
         src = _source(failure, line, stores)
-        if src is not None and failure.steps[src].thread != line.thread:
-            lines.append(f'  n{src} -> n{k} [style=dashed, color=blue, label="rf"];')
+        if src is not None and src != k:
+            style = ('style=bold, color=darkgreen, label="rf (sync)"'
+                     if getattr(line, "synchronises", False) else
+                     'style=dashed, color=blue, label="rf"')
+            lines.append(f"  n{src} -> n{k} [{style}];")
+    # mo and fr from the failure's graph: (thread, step) of each store in mo, per word
+    n = max((s.thread for s in failure.steps), default=0) + 1
+    for _name, order in getattr(failure, "graph", {}).get("mo", {}).items():
+        nodes = [stores.get((t if 0 <= t < n else -1, step)) for t, step in order]
+        for a, b in itertools.pairwise(nodes):
+            if a is not None and b is not None:
+                lines.append(f'  n{a} -> n{b} [color=red, label="mo", constraint=false];')
+        position = {node: i for i, node in enumerate(nodes) if node is not None}
+        for k, line in enumerate(failure.steps):
+            src = _source(failure, line, stores)
+            if line.reads_from is None:
+                continue
+            if src is None and line.reads_from[1] == 0:  # read the initial value
+                i = 0
+            elif src in position:
+                i = position[src]
+            else:
+                continue
+            if nodes and (src in position or i == 0) and i + 1 < len(nodes):
+                nxt = nodes[i + 1]
+                if nxt is not None and nxt != k and failure.steps[k].name == _name:
+                    lines.append(f'  n{k} -> n{nxt} [style=dotted, color=orange, '
+                                 'label="fr", constraint=false];')
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -23,8 +23,10 @@ each with a fresh set-up, until one fails or the strategy has nothing left:
   scopes where a bug of depth ``depth`` is found with probability at least
   ``1 / (n * k ** (depth - 1))`` per execution (``n`` threads, ``k`` steps).
 
-In weak-memory mode (``weak=True``) every strategy also decides which store each relaxed
-or acquire load reads (:mod:`seer.check.memory`); DFS and DPOR explore all of them.
+In weak-memory mode (``weak=True``, RC11) every strategy also decides which store each
+load and read-modify-write reads and where each store goes in its word's modification
+order (:mod:`seer.check.memory`); DFS and DPOR explore all of them. A DFS or DPOR run
+stopped by ``schedules`` is INCOMPLETE (:attr:`Report.complete`), never a pass.
 
 A failure is a worker's exception, the invariant failing (an exception, or returning
 False), a data race on plain shared data, a deadlock (every live thread blocked), or an
@@ -67,7 +69,8 @@ def format_schedule(decisions: list[tuple], weak: bool) -> str:
     in weak mode, ``rK``: a load read the store K places before the latest."""
     tokens: list[str] = []
     for kind, alternatives, index, _costs, _pre in decisions:
-        tokens.append(str(alternatives[index]) if kind == "thread" else f"r{index}")
+        tokens.append(str(alternatives[index]) if kind == "thread" else
+                      f"{'m' if kind == 'mo' else 'r'}{index}")
     packed: list[str] = []
     for tok in tokens:
         if packed and packed[-1].split("*")[0] == tok:
@@ -78,7 +81,7 @@ def format_schedule(decisions: list[tuple], weak: bool) -> str:
     return ("weak:" if weak else "sc:") + ",".join(packed)
 
 
-_TOKEN = re.compile(r"^(r?)(\d+)(?:\*(\d+))?$")
+_TOKEN = re.compile(r"^([rm]?)(\d+)(?:\*(\d+))?$")
 
 
 def parse_schedule(schedule: str) -> tuple[bool, list[tuple[str, int]]]:
@@ -92,7 +95,7 @@ def parse_schedule(schedule: str) -> tuple[bool, list[tuple[str, int]]]:
         if m is None:
             raise ValueError(f"schedule {schedule!r}: bad token {tok!r} (a thread id, 'rK' "
                              "or either followed by '*count')")
-        kind = "read" if m.group(1) else "thread"
+        kind = {"r": "read", "m": "mo", "": "thread"}[m.group(1)]
         out.extend([(kind, int(m.group(2)))] * int(m.group(3) or 1))
     return mode == "weak", out
 
@@ -109,6 +112,18 @@ class Failure:
     preemptions: int
     steps: list[Step]
     state: Any = None
+    stale_reads: int = 0  # weak mode: loads that read a store older than the latest
+    graph: dict = field(default_factory=dict)  # mo per word, for to_dot
+
+    @property
+    def weak_steps(self) -> str:
+        """``"1 preemption, 2 stale reads"``: what the schedule needs beyond program
+        order. A weak-mode failure with 0 preemptions and stale reads is not sequential:
+        it needs the stale reads."""
+        text = f"{self.preemptions} preemption{'' if self.preemptions == 1 else 's'}"
+        if self.schedule.startswith("weak:"):
+            text += f", {self.stale_reads} stale read{'' if self.stale_reads == 1 else 's'}"
+        return text
 
     @property
     def message(self) -> str:
@@ -134,15 +149,15 @@ class Failure:
         return failure_trace(self)
 
     def to_dot(self) -> str:
-        """The happens-before graph of the interleaving in Graphviz dot (program order,
-        reads-from)."""
+        """The execution graph in Graphviz dot, as GenMC draws it: program order,
+        reads-from (bold when it synchronises: an acquire reading a release), modification
+        order and from-read (a load to the stores after the one it read) per word."""
         from seer.check.explain import failure_dot
 
         return failure_dot(self)
 
     def __str__(self) -> str:
-        return (f"{self.message}\nschedule ({self.preemptions} preemption"
-                f"{'' if self.preemptions == 1 else 's'}): {self.schedule!r}\n"
+        return (f"{self.message}\nschedule ({self.weak_steps}): {self.schedule!r}\n"
                 f"replay: seer.check.replay({self.schedule!r}, setup, *workers, ...) or "
                 f"pytest --seer-replay={self.schedule!r}\n{self.interleaving()}")
 
@@ -150,7 +165,12 @@ class Failure:
 @dataclass
 class Report:
     """What :func:`explore` did: ``schedules`` executions in ``seconds``; ``failure``
-    (None: none failed); ``exhaustive``: every schedule within the bound was run."""
+    (None: none failed); ``exhaustive``: every schedule within the bound was run.
+    ``complete``: the scope finished (exhaustive for DFS and DPOR, every sampled schedule
+    for random and PCT, the whole schedule for a replay); a DFS or DPOR run stopped by
+    ``schedules=`` is INCOMPLETE, and says so. ``fit`` (a replay): the schedule fitted
+    the execution to its end. ``dropped``: executions the memory model found to be no
+    RC11 execution (counted in ``schedules``)."""
 
     strategy: str
     schedules: int
@@ -159,17 +179,42 @@ class Report:
     exhaustive: bool
     bound: int | None = None
     notes: list[str] = field(default_factory=list)
+    complete: bool = True
+    fit: bool = True
+    dropped: int = 0
+
+    @property
+    def verdict(self) -> str:
+        """``"FAILED"``, ``"INCOMPLETE"`` (no failure in an unfinished scope),
+        ``"MISFIT"`` (a replayed schedule did not fit and nothing was explored after it)
+        or ``"PASSED"``."""
+        if self.failure is not None:
+            return "FAILED"
+        if not self.fit and self.strategy == "replay":
+            return "MISFIT"
+        return "PASSED" if self.complete else "INCOMPLETE"
 
     def __str__(self) -> str:
-        scope = (f"all schedules with at most {self.bound} preemptions"
-                 if self.bound is not None and self.exhaustive else
-                 "all schedules up to reordering of independent operations"
-                 if self.exhaustive else "a sample of schedules")
         runs = (f"{self.schedules} schedule{'' if self.schedules == 1 else 's'} in "
                 f"{self.seconds:.2f} s")
-        if self.failure is None:
-            return f"seer.check ({self.strategy}): {runs}, {scope}: no failure"
-        return f"seer.check ({self.strategy}): FAILED after {runs}\n{self.failure}"
+        notes = "".join(f"\n  note: {n}" for n in self.notes)
+        if self.failure is not None:
+            return f"seer.check ({self.strategy}): FAILED after {runs}{notes}\n{self.failure}"
+        if self.strategy in ("random", "pct"):
+            scope = "a random sample of schedules (not exhaustive)"
+        elif self.strategy == "replay":
+            scope = "the schedule" if self.fit else "the schedule did NOT fit this check"
+        elif self.bound is not None:
+            scope = f"every schedule with at most {self.bound} preemptions"
+        else:
+            scope = "every schedule up to reordering of independent operations"
+        if self.verdict == "INCOMPLETE":
+            return (f"seer.check ({self.strategy}): INCOMPLETE: {runs}, stopped before "
+                    f"{scope} was explored (raise schedules=): no failure so far, no "
+                    f"verdict{notes}")
+        if self.verdict == "MISFIT":
+            return f"seer.check (replay): MISFIT: {scope}{notes}"
+        return f"seer.check ({self.strategy}): PASSED: {runs}, {scope}: no failure{notes}"
 
 
 class CheckFailure(AssertionError):
@@ -235,8 +280,10 @@ class _Replay:
                                   f"there (can: {sorted(alternatives)})")
             return alternatives.index(value)
         if value >= len(alternatives):
-            raise ReplayError(f"decision {k + 1} reads store r{value}; only "
-                              f"{len(alternatives)} are readable there")
+            what = "places a store at m" if kind == "mo" else "reads store r"
+            raise ReplayError(f"decision {k + 1} {what}{value}; only "
+                              f"{len(alternatives)} {'places' if kind == 'mo' else 'stores'}"
+                              " are possible there")
         return value
 
 
@@ -263,7 +310,7 @@ class _Pct:
         self.changes = {rng.randint(1, max(1, length)): depth - 1 - i for i in range(depth - 1)}
 
     def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
-        if kind == "read":
+        if kind != "thread":
             return self.rng.randrange(len(alternatives))
         step = len(ex.transitions) + 1
         if step in self.changes and ex.transitions:
@@ -352,8 +399,12 @@ def _run(session: Session, strategy: Any, setup: Callable, workers: tuple, invar
 
 def _failure(ex: Execution, weak: bool) -> Failure:
     kind, error, thread = ex.failure
+    mem = ex.memory
+    mo = {mem.names.get(loc, f"word@{loc:#x}"): [
+        (-1 if s.thread == mem.main else s.thread, s.step) for s in stores]
+        for loc, stores in mem.words.items()}
     return Failure(kind, error, thread, format_schedule(ex.decisions, weak), ex.preemptions,
-                   ex.steps, ex.state_object)
+                   ex.steps, ex.state_object, mem.stale_reads, {"mo": mo})
 
 
 def explore(setup: Callable[[], Any], *workers: Callable[[Any], Any],
@@ -391,20 +442,26 @@ def explore(setup: Callable[[], Any], *workers: Callable[[Any], Any],
 
 
 def _dfs(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
-         max_steps) -> Report:
+         max_steps, root: list[int] = (), root_seen: list = (), first_bound: int = 0) -> Report:
     """Iterative preemption bounding without repeats: a bound's search stays within its
     bound, and every alternative that would exceed it is kept as the root of a subtree
     for the next bound (as CHESS does), so each schedule runs once."""
-    runs = 0
-    frontier: list[tuple[list[int], list]] = [([], [])]
-    for bound in range(preemptions + 1):
+    runs = dropped = 0
+    frontier: list[tuple[list[int], list]] = [(list(root), list(root_seen))]
+    for bound in range(first_bound, preemptions + 1):
         deeper: list[tuple[list[int], list]] = []
         for root, seen in frontier:
             prefix = root
             while True:
+                if runs >= schedules:
+                    return Report("dfs", runs, 0.0, None, False, bound,
+                                  [f"stopped at schedules={schedules} while exploring "
+                                   f"bound {bound} of {preemptions}"], complete=False,
+                                  dropped=dropped)
                 ex = _checked(_run(session, _Prefix(prefix, bound, seen), setup, workers,
                                    invariant, weak, max_steps), prefix)
                 runs += 1
+                dropped += ex.infeasible
                 if ex.failure is not None:
                     return Report("dfs", runs, 0.0, _failure(ex, weak), False, bound)
                 d = ex.decisions
@@ -426,13 +483,10 @@ def _dfs(session, setup, workers, invariant, weak, preemptions, schedules, rng, 
                     k -= 1
                 if k < len(root):
                     break
-                if runs >= schedules:
-                    return Report("dfs", runs, 0.0, None, False, bound,
-                                  [f"stopped at {schedules} schedules (raise schedules=)"])
         frontier = deeper
         if not frontier:
             break
-    return Report("dfs", runs, 0.0, None, True, preemptions)
+    return Report("dfs", runs, 0.0, None, True, preemptions, dropped=dropped)
 
 
 def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
@@ -442,10 +496,12 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
     backtrack: list[set | None] = []  # per decision: threads to try (thread decisions)
     done: list[set | None] = []
     seen: list = []
+    dropped = 0
     while True:
         ex = _checked(_run(session, _Prefix(prefix, float("inf"), seen), setup, workers,
                            invariant, weak, max_steps), prefix)
         runs += 1
+        dropped += ex.infeasible
         if ex.failure is not None:
             return Report("dpor", runs, 0.0, _failure(ex, weak), False)
         d = ex.decisions
@@ -473,11 +529,12 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
                 break
             k -= 1
         if k < 0:
-            return Report("dpor", runs, 0.0, None, True)
+            return Report("dpor", runs, 0.0, None, True, dropped=dropped)
         del backtrack[k + 1:], done[k + 1:]
         if runs >= schedules:
             return Report("dpor", runs, 0.0, None, False, None,
-                          [f"stopped at {schedules} schedules (raise schedules=)"])
+                          [f"stopped at schedules={schedules} with orders left to run"],
+                          complete=False, dropped=dropped)
 
 
 def _random(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
@@ -504,22 +561,75 @@ def _pct(session, setup, workers, invariant, weak, preemptions, schedules, rng, 
 _EXPLORERS = {"dfs": _dfs, "dpor": _dpor, "random": _random, "pct": _pct}
 
 
+class _Follow:
+    """Follows a parsed schedule while it fits, then (``then``) the first alternative
+    (a plain replay: the execution goes its own way) or a :class:`_Prefix`."""
+
+    def __init__(self, decisions: list[tuple[str, int]]) -> None:
+        self.decisions = decisions
+        self.fitted: int | None = None  # decisions followed before the first misfit
+        self.why = ""
+
+    def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
+        k = len(ex.decisions)
+        if self.fitted is None:
+            try:
+                return _Replay(self.decisions).choose(ex, kind, alternatives, costs)
+            except ReplayError as exc:
+                self.fitted, self.why = k, str(exc)
+        return 0
+
+
 def replay(schedule: str, setup: Callable[[], Any], *workers: Callable[[Any], Any],
            invariant: Callable[[Any], Any] | None = None, max_steps: int = 10_000,
-           raises: bool = True) -> Report:
+           raises: bool = True, then: str = "stop", preemptions: int = 2,
+           schedules: int = 1000) -> Report:
     """Run the one execution ``schedule`` (a :class:`Failure`'s) describes. Returns a
-    :class:`Report` whose ``failure`` is what that execution met (None: it passed); with
-    ``raises`` a failure raises :class:`CheckFailure`. A schedule that does not fit the
-    check raises :class:`ReplayError`."""
+    :class:`Report` whose ``failure`` is what that execution met (None: it passed) and
+    whose ``fit`` says whether the schedule fitted the check to its end (its verdict:
+    FAILED, PASSED or MISFIT); with ``raises`` a failure raises :class:`CheckFailure`, and
+    a schedule that does not fit (without ``then="explore"``) raises
+    :class:`ReplayError`.
+
+    ``then="explore"``: follow the schedule as far as it fits (all of it, or up to the
+    first decision the check no longer offers: the code changed), then explore every
+    continuation from there with DFS (``preemptions``, ``schedules``): how to check a
+    fixed program from the point where the old one failed. The report's verdict is then
+    PASSED, FAILED or INCOMPLETE like :func:`explore`'s, with a note on where the schedule
+    stopped fitting."""
+    if then not in ("stop", "explore"):
+        raise ValueError(f"then={then!r}: use 'stop' or 'explore'")
     weak, decisions = parse_schedule(schedule)
     started = time.perf_counter()
     with model_atomics() as session:
-        ex = _run(session, _Replay(decisions), setup, workers, invariant, weak, max_steps)
-    if len(ex.decisions) < len(decisions) and ex.failure is None:
-        raise ReplayError(f"the execution ended after {len(ex.decisions)} of the schedule's "
-                          f"{len(decisions)} decisions (another check, or the code changed?)")
-    report = Report("replay", 1, time.perf_counter() - started,
-                    _failure(ex, weak) if ex.failure is not None else None, True)
+        follow = _Follow(decisions)
+        ex = _run(session, follow, setup, workers, invariant, weak, max_steps)
+        fitted = follow.fitted
+        if fitted is None and len(ex.decisions) < len(decisions) and ex.failure is None:
+            fitted = len(ex.decisions)
+            follow.why = (f"the execution ended after {len(ex.decisions)} of the "
+                          f"schedule's {len(decisions)} decisions")
+        fit = fitted is None
+        note = [] if fit else [f"the schedule fits only its first {fitted} decisions: "
+                               f"{follow.why} (another check, or the code changed?)"]
+        if then == "explore":
+            root_len = len(ex.decisions) if fit else fitted
+            root = [d[2] for d in ex.decisions[:root_len]]
+            used = sum(d[3][d[2]] for d in ex.decisions[:root_len])  # the prefix's preemptions
+            report = _dfs(session, setup, workers, invariant, weak, used + preemptions,
+                          schedules, None, 0, max_steps, root=root,
+                          root_seen=_seen(ex.decisions[:root_len]), first_bound=used)
+            report.strategy, report.fit = "replay+dfs", fit
+            report.notes[:0] = [*note, f"explored every continuation after decision "
+                                       f"{root_len} with at most {preemptions} more "
+                                       "preemptions"]
+        else:
+            if not fit and raises:
+                raise ReplayError(note[0])
+            report = Report("replay", 1, 0.0,
+                            _failure(ex, weak) if ex.failure is not None else None, True,
+                            notes=note, fit=fit)
+    report.seconds = time.perf_counter() - started
     if raises and report.failure is not None:
         raise CheckFailure(report)
     return report

@@ -31,13 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from seer.check.memory import DataRace, Memory
+from seer.check.memory import _ACQUIRES, DataRace, Memory
 from seer.queues.atomic import (
     ACQ_REL,
     ACQUIRE,
     ORDER_NAMES,
     RELAXED,
     RELEASE,
+    SEQ_CST,
     PythonRawOps,
     check_order,
 )
@@ -81,6 +82,8 @@ class Step:
     detail: str = ""
     reads_from: tuple[int, int] | None = None  # (thread, step) of the store read
     scheduled: bool = True
+    stale: int = 0  # how many stores newer in mo than the one read
+    synchronises: bool = False  # an acquire that read a release (its rf is in hb)
 
     def __str__(self) -> str:
         who = "main" if self.thread < 0 else f"T{self.thread}"
@@ -166,6 +169,9 @@ class Execution:
         self.preemptions = 0
         self.failure: tuple[str, BaseException | str, int] | None = None
         self.state_object: Any = None
+        #: the memory model had no consistent choice left: the execution is not one that
+        #: RC11 allows, and is dropped (neither a pass nor a failure)
+        self.infeasible = False
         self._step = 0
         self._running = -1
         self._yielded = [0] * workers  # len(memory.writers) when each thread last yielded
@@ -194,7 +200,7 @@ class Execution:
             self._hand_off(None)
             self._done.acquire()  # the last thread to run says the execution is over
         finally:
-            if self.failure is not None or self._error is not None or \
+            if self.failure is not None or self._error is not None or self.infeasible or \
                     any(s == "parked" for s in self.state):
                 self._abandon()
             stuck = [c for c in threads if not c.join(30)]
@@ -205,7 +211,7 @@ class Execution:
                                "on a lock or I/O?)")
         if self._error is not None:
             raise self._error
-        if self.failure is None:
+        if self.failure is None and not self.infeasible:
             self.memory.join_workers()
             self.memory.step = self._step + 1
             session.bind(self, main)
@@ -213,6 +219,8 @@ class Execution:
                 ok = invariant(state) if invariant is not None else None
                 if ok is False:
                     self.failure = ("invariant", "the invariant returned False", -1)
+            except _Abandon:
+                self.infeasible = True
             except DataRace as exc:
                 self.failure = ("data race", exc, -1)
             except BaseException as exc:
@@ -225,7 +233,7 @@ class Execution:
     def _next(self) -> int | None:
         """The thread to run next, its step recorded; None when the execution is over (every
         thread done, a failure, a deadlock, the step limit, or a strategy error)."""
-        if self.failure is not None or self._error is not None:
+        if self.failure is not None or self._error is not None or self.infeasible:
             return None
         enabled = [t for t in range(self.n) if self.state[t] == "parked"
                    and (self.pending[t].ready is None or self.pending[t].ready())]
@@ -249,8 +257,7 @@ class Execution:
                 self.failure = ("deadlock", f"no thread can go on: {ops}", -1)
             return None
         if self._step >= self.max_steps:
-            self.failure = ("step limit", f"the execution did not end within "
-                            f"{self.max_steps} steps (a livelock? raise max_steps)", -1)
+            self.failure = ("step limit", self._step_limit_message(), -1)
             return None
         # what every thread that could run would do next (DPOR's races need it)
         self.pending_ops.append({t: self.pending[t] for t in range(self.n)
@@ -275,6 +282,27 @@ class Execution:
         self._running = t
         self.state[t] = "running"
         return t
+
+    def _step_limit_message(self) -> str:
+        """Why the execution is that long: a thread that only loads over its last steps
+        is a spin-wait without :func:`yield_now` (the explorer keeps scheduling it), which
+        is named with the fix; otherwise a livelock, or a scope that needs more steps."""
+        window = [line for line in self.steps[-200:] if line.scheduled and line.thread >= 0]
+        spinners = []
+        for t in sorted({line.thread for line in window}):
+            mine = [line for line in window if line.thread == t]
+            if len(mine) >= 20 and all(line.kind in ("load", "plain load") or (
+                    line.kind == "cas" and "(failed)" in line.detail) for line in mine):
+                words = sorted({line.name for line in mine})
+                spinners.append(f"T{t} ({', '.join(words)})")
+        if spinners:
+            return (f"the execution did not end within {self.max_steps} steps: "
+                    f"{', '.join(spinners)} spin{'s' if len(spinners) == 1 else ''}, "
+                    "loading without storing: call seer.check.yield_now() in the loop (the "
+                    "spinner then waits until another thread stores); raising max_steps "
+                    "does not help")
+        return (f"the execution did not end within {self.max_steps} steps (a livelock, "
+                "or a scope that needs more: raise max_steps)")
 
     def _hand_off(self, me: int | None) -> bool:
         """Choose who runs next and let it: True when that is ``me`` (go on, no hand-off);
@@ -329,7 +357,7 @@ class Execution:
         never waits: it runs alone)."""
         if t == self.memory.main:
             return
-        if self.failure is not None or self._abandoned:
+        if self.failure is not None or self._abandoned or self.infeasible:
             raise _Abandon
         self.pending[t] = op
         if op.kind == "yield":
@@ -344,11 +372,17 @@ class Execution:
         if self._abandoned:
             raise _Abandon
 
-    def choose_read(self, alternatives: int) -> int:
-        """Which of ``alternatives`` stores (latest first) a weak load reads."""
+    def choose_read(self, alternatives: int, kind: str = "read") -> int:
+        """Which of ``alternatives`` stores (latest first) a weak load reads, or
+        (``kind="mo"``) where in the modification order a weak store goes (the end
+        first). None at all: the graph so far has no RC11-consistent continuation, and the
+        execution is dropped (not a failure)."""
         if alternatives == 1:
             return 0
-        return self._decide("read", list(range(alternatives)), [0] * alternatives)
+        if alternatives == 0:
+            self.infeasible = True
+            raise _Abandon
+        return self._decide(kind, list(range(alternatives)), [0] * alternatives)
 
     def note(self, t: int, **fields: Any) -> None:
         """Fill in the line of the operation ``t`` is performing, or (``scheduled=False``)
@@ -457,7 +491,10 @@ class ModelAccessor(PythonRawOps):
             with session.free_lock:  # a free-running session: one operation at a time
                 return perform(None, None, -1, i)
         loc = self._base + 8 * i
-        op = Op(f"plain {kind}" if plain else kind, loc, f"{self.name}[{i}]", write)
+        names = self._words.__dict__.get("index_names")
+        name = names[i] if names and i < len(names) else f"{self.name}[{i}]"
+        ex.memory.names[loc] = name
+        op = Op(f"plain {kind}" if plain else kind, loc, name, write)
         if t == ex.memory.main:
             ex.begin_main(op.kind, op.name)
         else:
@@ -472,12 +509,13 @@ class ModelAccessor(PythonRawOps):
             if ex is None:
                 return int(array[i])
             stores = mem.readable(t, loc, initial, order)
-            k = ex.choose_read(len(stores))
-            store = stores[k]
+            store = stores[ex.choose_read(len(stores))]
+            newer = len(mem.words[loc]) - 1 - store.index
             value = mem.read(t, loc, store, order)
-            stale = f" (stale: {k} newer store{'s' if k > 1 else ''})" if k else ""
+            stale = f" (stale: {newer} newer store{'s' if newer > 1 else ''})" if newer else ""
             ex.note(t, order=ORDER_NAMES[order], detail=f"-> {value}{stale}",
-                    reads_from=(store.thread, store.step))
+                    reads_from=(store.thread, store.step), stale=newer,
+                    synchronises=store.sync is not None and order in _ACQUIRES)
             return value
 
         return self._op("load", i, order, False, perform, _plain)
@@ -489,11 +527,34 @@ class ModelAccessor(PythonRawOps):
 
         def perform(ex, mem, t, i, loc=None, initial=None):
             if mem is not None:
-                mem.write(t, loc, initial, value, order)
-                ex.note(t, order=ORDER_NAMES[order], detail=f"<- {value}")
+                places = mem.positions(t, loc, initial, order)
+                place = places[ex.choose_read(len(places), "mo")]
+                mem.write(t, loc, initial, value, order, place)
+                later = len(mem.words[loc]) - 1 - place
+                ex.note(t, order=ORDER_NAMES[order], detail=f"<- {value}" + (
+                    f" (mo: before {later} store{'s' if later > 1 else ''})" if later else ""))
+                array[i] = mem.latest(loc, initial).value
+                return
             array[i] = value
 
         self._op("store", i, order, True, perform, _plain)
+
+    def fence(self, order: int = SEQ_CST) -> None:
+        """``atomic_thread_fence(order)``: a scheduling point, simulated by the memory
+        model (acquire, release, acq_rel or seq_cst; RC11's fences)."""
+        check_order("fence", order)
+        session = self._session
+        ex, t = session.bound()
+        if ex is None:
+            return
+        sc = order == SEQ_CST
+        op = Op("fence", ("fence",) if sc else None, "", sc)
+        if t == ex.memory.main:
+            ex.begin_main(op.kind, op.name)
+        else:
+            ex.point(t, op)
+        ex.memory.fence(t, order)
+        ex.note(t, order=ORDER_NAMES[order])
 
     def _rmw(self, kind: str, i: int, order: int, new: Callable[[int], int],
              detail: Callable[[int], str]) -> int:
@@ -505,11 +566,15 @@ class ModelAccessor(PythonRawOps):
                 old = int(array[i])
                 array[i] = new(old)
                 return old
-            reads = mem.latest(loc, initial)
-            old = mem.rmw(t, loc, initial, order, new)
+            stores = mem.rmw_readable(t, loc, initial, order)
+            reads = stores[ex.choose_read(len(stores))]
+            newer = len(mem.words[loc]) - 1 - reads.index
+            old = mem.rmw(t, loc, initial, order, new, reads)
             array[i] = mem.latest(loc, initial).value
-            ex.note(t, order=ORDER_NAMES[order], detail=detail(old),
-                    reads_from=(reads.thread, reads.step))
+            ex.note(t, order=ORDER_NAMES[order], detail=detail(old) + (
+                f" (stale: {newer} newer)" if newer else ""),
+                    reads_from=(reads.thread, reads.step), stale=newer,
+                    synchronises=reads.sync is not None and order in _ACQUIRES)
             return old
 
         return self._op(kind, i, order, True, perform)
@@ -537,18 +602,24 @@ class ModelAccessor(PythonRawOps):
                 if old == expected:
                     array[i] = desired
                 return old
-            latest = mem.latest(loc, initial)
-            if latest.value == expected:
-                mem.rmw(t, loc, initial, order, lambda old: desired)
-                array[i] = desired
-                ex.note(t, order=ORDER_NAMES[order], detail=f"{expected} -> {desired} (ok)",
-                        reads_from=(latest.thread, latest.step))
-            else:
-                mem.read(t, loc, latest, failure)
+            stores = mem.rmw_readable(t, loc, initial, order, expected, failure)
+            seen = stores[ex.choose_read(len(stores))]
+            newer = len(mem.words[loc]) - 1 - seen.index
+            stale = f" (stale: {newer} newer)" if newer else ""
+            if seen.value == expected:
+                mem.rmw(t, loc, initial, order, lambda old: desired, seen)
+                array[i] = mem.latest(loc, initial).value
                 ex.note(t, order=ORDER_NAMES[order],
-                        detail=f"expected {expected}, saw {latest.value} (failed)",
-                        reads_from=(latest.thread, latest.step))
-            return latest.value
+                        detail=f"{expected} -> {desired} (ok){stale}",
+                        reads_from=(seen.thread, seen.step), stale=newer,
+                        synchronises=seen.sync is not None and order in _ACQUIRES)
+            else:
+                mem.read(t, loc, seen, failure)
+                ex.note(t, order=ORDER_NAMES[order],
+                        detail=f"expected {expected}, saw {seen.value} (failed){stale}",
+                        reads_from=(seen.thread, seen.step), stale=newer,
+                        synchronises=seen.sync is not None and failure in _ACQUIRES)
+            return seen.value
 
         return self._op("cas", i, order, True, perform)
 

@@ -101,12 +101,14 @@ _VALID = {
     "store": (RELAXED, RELEASE, SEQ_CST),
     "rmw": (RELAXED, ACQUIRE, RELEASE, ACQ_REL, SEQ_CST),
     "failure": (RELAXED, ACQUIRE, SEQ_CST),
+    "fence": (ACQUIRE, RELEASE, ACQ_REL, SEQ_CST),
 }
 
 
 def check_order(kind: str, order: int) -> int:
-    """``order`` if C11 allows it for ``kind`` ("load", "store", "rmw" or "failure", the
-    failure order of a compare-exchange); otherwise a ValueError that names both. The
+    """``order`` if C11 allows it for ``kind`` ("load", "store", "rmw", "failure", the
+    failure order of a compare-exchange, or "fence": a relaxed fence does nothing, so it is
+    refused as a mistake, as Rust's ``fence`` does); otherwise a ValueError that names both. The
     fast path does not check (patomic's behaviour on an invalid order is undefined): the
     model path does, so a check run catches a wrong order before it ships."""
     if order not in _VALID[kind]:
@@ -128,6 +130,7 @@ class WordAccessor(Protocol):
     def compare_exchange(self, i: int, expected: int, desired: int, order: int = ACQ_REL,
                          failure: int = ACQUIRE) -> int: ...
     def fetch_add(self, i: int, delta: int, order: int = ACQ_REL) -> int: ...
+    def fence(self, order: int = SEQ_CST) -> None: ...
     def scratch_view(self) -> memoryview: ...
 
 
@@ -310,6 +313,21 @@ class FastAccessor:
         self.fn_fetch_add(self.words + i, self.arg, order, self.result)
         return s[2]
 
+    def fence(self, order: int = SEQ_CST) -> None:
+        """``atomic_thread_fence(order)``. patomic has no fence, so every order does a
+        seq_cst ``fetch_add(0)`` on this accessor's private scratch word ``[3]`` (no other
+        thread touches it: no contention). That is at least as strong as the fence on the
+        hardware the project runs on: on x86-64 it is a ``lock xadd``, and a locked
+        instruction orders every earlier load and store before every later one (Intel SDM
+        vol. 3, 8.2.2: what ``mfence`` gives for ordinary memory); on AArch64 with LSE it is
+        ``ldaddal``, which Linux's fully ordered atomics rely on as a full barrier. It is
+        not one in the C11 model itself (an RMW on a private word orders nothing there),
+        which is why checks use :meth:`fence` and the model path simulates RC11's fences.
+        """
+        check_order("fence", order)
+        word = self.scratch + 3
+        self.fn_fetch_add(word, word, SEQ_CST, word)  # 0 + 0: the word stays 0
+
     def scratch_view(self) -> memoryview:
         """The scratch values as an int64 memoryview (cheaper to store through than
         cffi's indexing)."""
@@ -438,6 +456,19 @@ class PublicAccessor(PythonRawOps):
 
     def fetch_add(self, i: int, delta: int, order: int = ACQ_REL) -> int:
         return self._view(i).fetch_add(delta)
+
+    def fence(self, order: int = SEQ_CST) -> None:
+        """``atomic_thread_fence(order)``: a seq_cst ``fetch_add(0)`` on a private word
+        (as :meth:`FastAccessor.fence`; every operation of this path is seq_cst anyway)."""
+        check_order("fence", order)
+        view = self._views.get(-1)
+        if view is None:
+            import atomics
+
+            ctx = atomics.atomicview(buffer=memoryview(bytearray(8)), atype=atomics.INT)
+            view = self._views[-1] = ctx.__enter__()
+            self._contexts.append(ctx)
+        view.fetch_add(0)
 
     def close(self) -> None:
         """Release the cached views (and with them the buffer exports). Idempotent."""
