@@ -149,7 +149,9 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from seer.trace import plot_gantt
 
     model = model_from_args(args)()
-    threads = args.threads or (None if args.runtime == "serial" else 4)
+    # A profile wants runs as long as they are alone: one thread unless told otherwise.
+    threads = args.threads or (None if args.runtime == "serial" else
+                               1 if args.parallelism is not None else 4)
     runtime = seer.make_runtime(model, args.runtime, threads=threads, trace=True)
     actions = sample_actions_of(model)
     with runtime:
@@ -167,6 +169,13 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     print(f"{path}: {len(runs)} entity runs, {sum(r['events'] for r in runs)} events on "
           f"{len(trace.threads)} threads; open it in https://ui.perfetto.dev or "
           "chrome://tracing")
+    if args.parallelism is not None:
+        from seer.trace import parallelism_profile
+
+        profile = parallelism_profile(trace, args.parallelism or (1, 2, 4, 8, 16),
+                                      barrier_us=args.barrier_us)
+        print(f"\nparallelism profile of {model.name} on {runtime.name}({runtime.threads}):")
+        print(profile)
     if args.png:
         plot_gantt(trace, args.png, title=f"{model.name} on {runtime.name}"
                    f"({runtime.threads}), {args.steps} step(s)")
@@ -232,6 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_trace.add_argument("-o", "--out", type=output_file, default="trace.json")
     p_trace.add_argument("--png", type=output_file, default="",
                          help="also draw a Gantt chart to this file")
+    p_trace.add_argument("--parallelism", type=positive_int, nargs="*", default=None,
+                         metavar="T", help="also print the speed-up the window protocol "
+                         "allows at T threads with no scheduling cost, and the chain of runs "
+                         "that bounds it (default T: 1 2 4 8 16; traces 1 thread unless "
+                         "--threads)")
+    p_trace.add_argument("--barrier-us", type=float, default=20.0,
+                         help="a window's barrier cost in the profile (default 20)")
     p_trace.set_defaults(func=_cmd_trace)
     from seer.benchmark import add_subcommand as add_bench
     from seer.check.cli import add_subcommand as add_check

@@ -24,17 +24,27 @@ What is recorded, per thread (thread 0 is the caller, which also coordinates):
 :meth:`Trace.to_chrome` gives the Chrome Trace Event format (JSON object form): ``X``
 complete events for slices, ``i`` instants, ``C`` counters, ``M`` thread names; times in
 µs since the trace started. :func:`plot_gantt` draws the same data with matplotlib.
+
+:func:`parallelism_profile` answers *how much could more cores buy?* from a trace of a
+windowed runtime (best: ``seer`` on one thread, so that no run is slowed by another): the
+speed-up the window protocol allows at T threads when scheduling costs nothing, and the
+chain of runs that bounds it (``seer trace MODEL --parallelism``).
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import json
 import os
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Trace", "plot_gantt"]
+__all__ = ["DEFAULT_BARRIER_US", "ParallelismProfile", "Trace", "parallelism_profile",
+           "plot_gantt"]
 
 _ns = time.perf_counter_ns
 
@@ -178,3 +188,126 @@ def plot_gantt(trace: Trace, path: str | Path, *, title: str = "") -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
+
+
+#: What a window's barrier and hand-off cost in the profile's model (µs): about what the
+#: pool's hand-off and barrier take on a quiet machine.
+DEFAULT_BARRIER_US = 20.0
+
+
+@dataclass
+class ParallelismProfile:
+    """What the window protocol allows a traced run (:func:`parallelism_profile`).
+
+    ``work_us``: the entity runs' time, all of it (what one thread with no scheduling cost
+    would take); ``span_us``: each window's longest run, summed (the time no thread count
+    can beat); ``makespan_us[T]``: each window's runs list-scheduled on T workers (longest
+    first), summed, plus ``barrier_us`` per window; ``speedup[T]``: ``work_us`` over that.
+    ``chain``: the windows whose longest run weighs most in the span, as ``(window,
+    entity, run µs, share of span)``, longest first. ``runtime_us``: the traced windows'
+    wall time beyond their runs on the caller's thread (the runtime's own cost at the
+    traced thread count)."""
+
+    windows: int
+    runs: int
+    events: int
+    work_us: float
+    span_us: float
+    barrier_us: float
+    makespan_us: dict[int, float] = field(default_factory=dict)
+    speedup: dict[int, float] = field(default_factory=dict)
+    chain: list[tuple[int, int, float, float]] = field(default_factory=list)
+    median_ready: float = 0.0
+    runtime_us: float = 0.0
+
+    @property
+    def limit(self) -> float:
+        """The speed-up with unboundedly many threads: ``work_us`` over the span plus the
+        barriers."""
+        return self.work_us / (self.span_us + self.windows * self.barrier_us)
+
+    def lines(self) -> list[str]:
+        """The profile as text (what ``seer trace --parallelism`` prints)."""
+        out = [f"{self.windows} windows, {self.runs} entity runs, {self.events} events; "
+               f"median {self.median_ready:.0f} ready entities a window",
+               f"work {self.work_us / 1e3:.2f} ms (entity runs), span {self.span_us / 1e3:.2f}"
+               f" ms (each window's longest run), barrier {self.barrier_us:g} µs a window",
+               "speed-up the window protocol allows with no scheduling cost:"]
+        for t, up in self.speedup.items():
+            out.append(f"  {t:>4} threads  {up:6.2f}x  ({self.makespan_us[t] / 1e3:.2f} ms)")
+        out.append(f"  {'any':>4} threads  {self.limit:6.2f}x  (the span and the barriers)")
+        if self.runtime_us > 0:
+            share = self.runtime_us / (self.work_us + self.runtime_us)
+            out.append(f"the runtime's own time in the windows, on one thread: "
+                       f"{self.runtime_us / 1e3:.2f} ms ({100 * share:.1f} % of the windows)")
+        if self.chain:
+            out.append("the chain that bounds it (each window's longest run, heaviest first):")
+            for window, entity, us, share in self.chain:
+                out.append(f"  window {window:>4}: entity {entity} ran {us:.1f} µs "
+                           f"({100 * share:.1f} % of the span)")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _makespan(durations: list[float], threads: int) -> float:
+    """Longest-first list scheduling of ``durations`` on ``threads`` workers (within 4/3 of
+    the optimum): the time the last worker finishes."""
+    if threads <= 1 or len(durations) <= 1:
+        return sum(durations) if threads <= 1 else max(durations, default=0.0)
+    finish = [0.0] * min(threads, len(durations))
+    for d in sorted(durations, reverse=True):
+        heapq.heapreplace(finish, finish[0] + d)
+    return max(finish)
+
+
+def parallelism_profile(trace: Trace, threads: Iterable[int] = (1, 2, 4, 8, 16), *,
+                        barrier_us: float = DEFAULT_BARRIER_US,
+                        chain: int = 5) -> ParallelismProfile:
+    """The speed-up the window protocol allows the traced run at each of ``threads``
+    (see :class:`ParallelismProfile`): every window's entity runs, as long as they took in
+    the trace, list-scheduled on T workers, plus ``barrier_us`` per window. It separates
+    the protocol's limit (too few ready entities, one long run per window) from the
+    runtime's own cost: a runtime measured far below the bound loses time to scheduling,
+    sharing or the host, not to the protocol. Trace a windowed runtime (``seer``, best on
+    one thread, so that no run is slowed by another running beside it); a trace without
+    windows (the serial runtime's) is a :class:`~seer.ModelError`."""
+    from seer.errors import ModelError
+
+    counts = sorted({int(t) for t in threads})
+    if not counts or counts[0] < 1:
+        raise ModelError(f"parallelism_profile: threads must be ints >= 1, got {threads!r}")
+    if barrier_us < 0:
+        raise ModelError(f"parallelism_profile: barrier_us must be >= 0, got {barrier_us!r}")
+    windows = sorted((s, e, args) for _t, _n, s, e, args in trace.slices("window"))
+    if not windows:
+        raise ModelError("parallelism_profile needs a trace with windows: trace a windowed "
+                         "runtime, such as make_runtime(model, 'seer', threads=1, trace=True)")
+    starts = [w[0] for w in windows]
+    per_window: list[list[tuple[float, int]]] = [[] for _ in windows]
+    events = 0
+    for run in trace.runs():
+        i = bisect.bisect_right(starts, run["start"]) - 1
+        if i < 0 or run["start"] > windows[i][1]:
+            continue  # outside every window (none should be)
+        per_window[i].append(((run["end"] - run["start"]) / 1e3, run.get("entity", -1)))
+        events += run.get("events", 0)
+    durations = [[d for d, _e in runs] for runs in per_window]
+    work = sum(map(sum, durations))
+    longest = [max(runs, default=(0.0, -1)) for runs in per_window]
+    span = sum(d for d, _e in longest)
+    profile = ParallelismProfile(
+        windows=len(windows), runs=sum(map(len, per_window)), events=events, work_us=work,
+        span_us=span, barrier_us=float(barrier_us),
+        median_ready=sorted(a.get("ready", 0) for _s, _e, a in windows)[len(windows) // 2],
+        runtime_us=sum((e - s) / 1e3 for s, e, _a in windows) - work
+        if len(trace.threads) == 1 else 0.0)
+    for t in counts:
+        makespan = sum(_makespan(d, t) for d in durations) + len(windows) * barrier_us
+        profile.makespan_us[t] = makespan
+        profile.speedup[t] = work / makespan if makespan else float("nan")
+    heaviest = sorted(range(len(windows)), key=lambda i: -longest[i][0])[:chain]
+    profile.chain = [(i, longest[i][1], longest[i][0], longest[i][0] / span if span else 0.0)
+                     for i in heaviest]
+    return profile
