@@ -388,7 +388,7 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
                 times[label].events_per_step = (rt.events_run - before) / steps
                 if r == 0 and label == "serial":  # before the other runtimes' rounds
                     caveat = check_events_ran(rt.events_run - before, steps,
-                                              f"seer bench timed {steps} step(s)",
+                                              f"the benchmark timed {steps} step(s)",
                                               getattr(first, "name", type(first).__name__),
                                               warn=False)
                 bar.update()

@@ -123,7 +123,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             outputs[label] = outs
         (ref, t_ref), (par, _t_par) = runs.values()
         # "bit-identical: yes" about steps in which nothing ran would be no verdict at all
-        check_events_ran(ref.events_run, args.steps, f"seer demo ran {args.steps} step(s)",
+        check_events_ran(ref.events_run, args.steps, f"the demo ran {args.steps} step(s)",
                          model.name, warn=False)
         identical = True
         try:
@@ -164,7 +164,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     trace = runtime.trace
     runs = trace.runs()
     check_events_ran(sum(r["events"] for r in runs), args.steps,
-                     f"seer trace traced {args.steps} step(s)", model.name, warn=False)
+                     f"the trace holds {args.steps} step(s)", model.name, warn=False,
+                     nothing="nothing to show")
     path = trace.save(args.out)
     print(f"{path}: {len(runs)} entity runs, {sum(r['events'] for r in runs)} events on "
           f"{len(trace.threads)} threads; open it in https://ui.perfetto.dev or "

@@ -65,7 +65,7 @@ EVENTS_HINT = ("give the model a sample_actions(step) method that returns each s
 
 
 def check_events_ran(events: int, steps: int, what: str, model: str, *,
-                     warn: bool = True) -> str:
+                     warn: bool = True, nothing: str = "nothing to judge") -> str:
     """Refuse a verdict about nothing: :class:`NoEventsError` when ``events`` is 0;
     returns a caveat line when fewer than :data:`FEW_EVENTS_PER_STEP` ran a step (and,
     with ``warn``, warns it as :class:`FewEventsWarning`), else ``""``. ``what`` names the
@@ -74,7 +74,7 @@ def check_events_ran(events: int, steps: int, what: str, model: str, *,
 
     if events <= 0:
         raise NoEventsError(f"{what} of model {model!r} and not one event ran, so there is "
-                            f"nothing to judge: {EVENTS_HINT}")
+                            f"{nothing}: {EVENTS_HINT}")
     per_step = events / max(steps, 1)
     if per_step < FEW_EVENTS_PER_STEP:
         line = (f"only {events} event(s) ran in {steps} step(s) of model {model!r} "

@@ -98,12 +98,27 @@ def load_model(spec: str, kwargs: Mapping[str, Any] | None = None) -> Model:
             raise ModelError(f"{what}: {module_name!r} has no "
                              f"{qualname!r}") from None
     kwargs = dict(kwargs or {})
+    if not callable(target):
+        raise ModelError(f"{what}: {qualname!r} is a {type(target).__name__}, not a callable "
+                         "that makes a seer.Model")
     try:  # name the model with a wrong argument, before the call (whose own errors pass)
-        inspect.signature(target).bind(**kwargs)
-    except TypeError as exc:
-        raise ModelError(f"{what}: {exc}") from None
-    except ValueError:  # no signature to check (some builtins): the call will tell
-        pass
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):  # no signature to check (some builtins): the call tells
+        signature = None
+    if signature is not None:
+        params = signature.parameters
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            unknown = [k for k in kwargs if k not in params
+                       or params[k].kind in (params[k].POSITIONAL_ONLY, params[k].VAR_POSITIONAL)]
+            if unknown:  # a misspelt name first: "missing 'n_entities'" would hide it
+                takes = [n for n, p in params.items()
+                         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+                raise ModelError(f"{what}: no argument named {', '.join(map(repr, unknown))}; "
+                                 f"it takes {', '.join(takes) or 'none'}")
+        try:
+            signature.bind(**kwargs)
+        except TypeError as exc:
+            raise ModelError(f"{what}: {exc}") from None
     model = target(**kwargs)
     if not isinstance(model, Model):
         raise ModelError(f"{what} made a {type(model).__name__}, not a "

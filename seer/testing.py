@@ -584,7 +584,7 @@ def verify(model_or_factory: Model | Callable[[], Model],
         report.events += record[-1][2]
     try:
         caveat = check_events_ran(report.events, steps * len(seeds),
-                                  f"seer verify ran {steps * len(seeds)} step(s)",
+                                  f"verify ran {steps * len(seeds)} step(s)",
                                   report.model, warn=False)
     except NoEventsError as exc:
         report.no_events = str(exc)

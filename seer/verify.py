@@ -38,7 +38,8 @@ def add_subcommand(sub: Any) -> None:
     add_model_arguments(p)
     p.add_argument("--steps", type=positive_int, default=10, help="steps per seed (default 10)")
     p.add_argument("--threads", type=positive_int, default=3,
-                   help="every registered runtime at 2..THREADS threads (default 3)")
+                   help="every registered runtime at 2..THREADS threads (default 3; "
+                   "THREADS 1: each at one thread)")
     p.add_argument("--runtimes", nargs="+", default=None, metavar="LABEL",
                    help="kind:threads or kind(threads) labels instead (e.g. seer:2 static:3)")
     p.add_argument("--seeds", nargs="+", type=non_negative_int, default=[0],

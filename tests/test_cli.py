@@ -77,9 +77,10 @@ BAD_INVOCATIONS = [
                                                "name or 'module:callable'"),
     (["demo", "--model", "no_such_module_xyz:X"], "seer demo",
      "cannot import 'no_such_module_xyz'"),
-    (["demo", "--model", "seer:__version__"], "seer demo", "is not a callable object"),
+    (["demo", "--model", "seer:__version__"], "seer demo",
+     "'__version__' is a str, not a callable"),
     (["demo", "--model", "pcs", "--uavs", "10"], "seer demo",
-     "unexpected keyword argument 'n_uavs'"),
+     "no argument named 'n_uavs'; it takes width"),
     (["demo", "--model", "pcs", "width"], "seer demo", "model argument 'width' must be "
                                                        "key=value"),
     (["demo", "--model", "pcs", "1x=3"], "seer demo", "model argument '1x=3' must be "

@@ -104,7 +104,7 @@ def test_assert_equivalent_refuses_runs_without_events_unless_told_they_may_be_e
 
 
 def test_compare_refuses_to_time_empty_steps_and_flags_sparse_ones():
-    with pytest.raises(seer.NoEventsError, match="seer bench timed 2 step"):
+    with pytest.raises(seer.NoEventsError, match="the benchmark timed 2 step"):
         compare(lambda: Quiet(10), ["seer:2"], steps=2, rounds=1, ceiling=False)
     result = compare(lambda: Sparse(10), ["seer:2"], steps=4, rounds=1, ceiling=False)
     assert result.warnings and any("too few" in line for line in result.table())

@@ -44,8 +44,12 @@ def test_unknown_names_and_bad_arguments_are_named():
                                               "'module:callable'"):
         resolve_spec("pcs:")
     with pytest.raises(seer.ModelError, match=r"model spec 'pcs' \(= 'workloads.pcs:PCS'\): "
-                                              r"got an unexpected keyword argument 'n_uavs'"):
+                                              r"no argument named 'n_uavs'; it takes width, "
+                                              r"height, cost_us, "):
         load_model("pcs", {"n_uavs": 3})
+    # a misspelt name is named before the required argument it was meant to be
+    with pytest.raises(seer.ModelError, match=r"no argument named 'n'; it takes n_uavs"):
+        load_model("aircraft", {"n": 3, "cost_us": 5})
     with pytest.raises(seer.ModelError, match="cannot import 'no_such_module_xyz'"):
         load_model("no_such_module_xyz:Model")
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import seer.interrupts as interrupts
-from seer.errors import event_of
+from seer.errors import StepLimitError, event_of
 from seer.events import Event
 from seer.model import Model
 from seer.sched.calendar import CalendarBatch
@@ -121,6 +121,7 @@ class ExecutorRuntime(WindowedRuntime):
         running[name] = worker  # for the report of a chunk that never comes back
         heaps, inboxes, bound = self._heaps, self._inboxes, self._bound
         trace = self.trace
+        limit = self._event_limit
         ran = 0
         failure: BaseException | None = None
         try:
@@ -137,11 +138,21 @@ class ExecutorRuntime(WindowedRuntime):
                         ran += self._run_entity(e, bound, worker.push, worker.cal)
                     else:
                         ran += self._run_entity_traced(e, bound, worker, trace)
+                except StepLimitError as exc:
+                    # The guard is not the model's error: no serial order to keep, so every
+                    # chunk of the window stops now (each ran up to the limit otherwise).
+                    self._abort = True
+                    failure = exc
+                    break
                 except Exception as exc:
                     ev = event_of(exc)
                     if failure is None or ev[:2] < event_of(failure)[:2]:
                         failure = exc
                     bound = ev[:2]
+                if ran > limit:  # the chunk's own count, as SEER's workers keep it
+                    self._abort = True
+                    failure = self._step_limit_error(e, None, "in one chunk of a window")
+                    break
         except BaseException as exc:
             self._abort = True  # Ctrl-C: stop the other chunks of this window early
             failure = exc

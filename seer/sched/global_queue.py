@@ -59,7 +59,7 @@ class GlobalWorker:
 
 
 class GlobalQueueRuntime(ThreadedRuntime):
-    """One locked global event heap shared by ``threads`` threads."""
+    """One locked global event heap that all its threads share (NBSE-like)."""
 
     name = "global"
 

@@ -625,8 +625,8 @@ class OptimisticWorker:
 
 
 class OptimisticRuntime(ThreadedRuntime):
-    """Time Warp on ``threads`` threads; see the module docstring and
-    ``docs/optimistic.md``.
+    """Time Warp: each thread runs its entity block ahead, rolling back on stragglers. See
+    the module docstring and ``docs/optimistic.md``.
 
     ``checkpoint_every``: save an entity's state before every k-th of its events (1: before
     each); a rollback to an event without a checkpoint coasts forward from the latest

@@ -364,6 +364,9 @@ def choose_threads(model: Model, runtime: str = "seer", *, predictor: Predictor 
     info)``; ``info`` holds the prediction, the probe count, the preflight time, the wait
     share and the cap it gives (:func:`thread_cap`) and the features (what
     ``runtime.stpa`` shows). ``steps`` defaults to the predictor's."""
+    if runtime == "serial":
+        raise ModelError("runtime 'serial' runs on one thread: there is no thread count to "
+                         "predict (choose a parallel runtime, such as 'seer')")
     directory = None if predictor is not None else model_dir()
     predictor = predictor or _shipped()
     pre: Preflight = run_preflight(model, runtime=runtime, steps=steps or predictor.steps)

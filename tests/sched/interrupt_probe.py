@@ -86,7 +86,7 @@ def make_model() -> RandomModel:
 
 
 def make_runtime(kind: str, model: RandomModel) -> seer.Runtime:
-    return seer.make_runtime(model, kind, threads=THREADS)
+    return seer.make_runtime(model, kind, threads=None if kind == "serial" else THREADS)
 
 
 def _digest(result: Any) -> bytes:
@@ -534,7 +534,7 @@ def drop_child(kind: str, how: str, drops: int = 10) -> int:
         for _ in range(drops):
             model = FailsAtStep1(how)
             model.serial = kind == "serial"
-            rt = seer.make_runtime(model, kind, threads=3)
+            rt = seer.make_runtime(model, kind, threads=None if kind == "serial" else 3)
             rt.reset(0)
             try:
                 for t in range(3):
