@@ -44,10 +44,27 @@ from seer.sched import (
 )
 from seer.serial import SerialRuntime
 
-# Importing seer.stpa registers STPA's thread chooser with seer.sched, so that
-# make_runtime(..., threads="auto") works after a plain `import seer`. Cheap: numpy and the
-# standard library only (xgboost and torch load on first use).
-import seer.stpa  # noqa: F401  isort: skip
+from seer.sched import register_thread_chooser as _register_thread_chooser  # isort: skip
+
+
+def _stpa_chooser(model: Model, runtime: str) -> tuple[int, dict]:
+    """make_runtime(..., threads="auto") after a plain ``import seer``: STPA's predictor,
+    imported on first use (importing seer.stpa registers it in this one's place)."""
+    import seer.stpa
+
+    return seer.stpa.choose_threads(model, runtime)
+
+
+_register_thread_chooser(_stpa_chooser)
+
+
+def __getattr__(name: str) -> object:
+    """``seer.stpa`` without importing it first, as before it loaded on first use."""
+    if name == "stpa":
+        import seer.stpa
+
+        return seer.stpa
+    raise AttributeError(f"module 'seer' has no attribute {name!r}")
 
 __version__ = "0.1.0"
 

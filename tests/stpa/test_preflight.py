@@ -99,7 +99,24 @@ def test_model_specs():
     assert parse_kwargs(["name=abc"]) == {"name": "abc"}
 
 
-def test_importing_seer_registers_stpa_as_the_thread_chooser():
+def test_stpa_loads_when_threads_auto_first_needs_it():
+    import subprocess
+    import sys
+
+    script = ("import sys, seer\n"
+              "assert 'seer.stpa' not in sys.modules\n"
+              "from workloads.synthetic import BenchModel\n"
+              "rt = seer.make_runtime(BenchModel(50), 'seer', threads='auto')\n"
+              "assert 'seer.stpa' in sys.modules and rt.stpa['threads'] == rt.threads\n"
+              "rt.close()\n"
+              "assert seer.stpa.predict is sys.modules['seer.stpa'].predict\n"
+              "print('ok')\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+def test_importing_seer_stpa_registers_stpa_as_the_thread_chooser():
     from seer import sched, stpa
 
     previous = sched.register_thread_chooser(None)
