@@ -42,6 +42,7 @@ from seer.sched import (
     make_runtime,
     register_runtime,
 )
+from seer.sched.assignment import register_assignment
 from seer.serial import SerialRuntime
 
 from seer.sched import register_thread_chooser as _register_thread_chooser  # isort: skip
@@ -107,5 +108,6 @@ __all__ = [
     "free_threaded_build",
     "gil_disabled",
     "make_runtime",
+    "register_assignment",
     "register_runtime",
 ]

@@ -89,6 +89,11 @@ SLOW = {
                               "repository (about 25 s)",
     "tests/check/test_explore.py::test_dpor_reaches_every_outcome_dfs_reaches":
         "DPOR against unbounded DFS on 8 random programs (8 s)",
+    "tests/check/test_examples.py::test_chase_lev_as_published_passes_in_weak_mode":
+        "every RC11 execution of Lê et al.'s Chase-Lev deque, owner and thief (502 DPOR "
+        "schedules, 2 s)",
+    "tests/check/test_litmus.py::test_litmus_under_dpor[CoRR2]":
+        "four threads on one word under DPOR (1 s)",
     "tests/check/test_litmus.py::test_litmus[CoRR2]":
         "four threads on one word, every outcome of RC11's coherence (4 s)",
     "tests/check/test_queues.py::test_the_structure_passes_in_weak_memory_mode[leq]":

@@ -14,7 +14,15 @@
   x86 and under a sequentially consistent model that never shows; the weak-memory mode
   finds it.
 
-Both keep every shared word in :class:`~seer.queues.atomic.AtomicWords` and go through an
+* :class:`ChaseLev`: the Chase-Lev work-stealing deque as Lê, Pop, Cohen and Zappa
+  Nardelli write it for C11 ("Correct and efficient work-stealing for weak memory
+  models", PPoPP 2013, figure 1), fences and all, with its three classic mistakes
+  (``bug=``): ``"sb"`` (take stores ``bottom`` with release and loads ``top`` with
+  seq_cst instead of the fence: store buffering), ``"steal-fence"`` (steal without its
+  fence) and ``"last-no-cas"`` (take's last item without the compare-exchange). Each
+  lets the owner and a thief take the same item.
+
+Every example keeps every shared word in :class:`~seer.queues.atomic.AtomicWords` and go through an
 accessor made on the calling thread, like the project's own structures, so the same code
 runs on the fast path, under stress, and under :func:`seer.check.explore`.
 """
@@ -22,9 +30,10 @@ runs on the fast path, under stress, and under :func:`seer.check.explore`.
 from __future__ import annotations
 
 from seer.check.scheduler import yield_now
-from seer.queues.atomic import ACQUIRE, RELAXED, RELEASE, AtomicWords
+from seer.queues.atomic import ACQUIRE, RELAXED, RELEASE, SEQ_CST, AtomicWords
 
-__all__ = ["FreeList", "SpscRing", "free_list_check", "spsc_check"]
+__all__ = ["CHASE_LEV_BUGS", "ChaseLev", "FreeList", "SpscRing", "chase_lev_check",
+           "free_list_check", "spsc_check"]
 
 NIL = -1
 _INDEX = (1 << 32) - 1
@@ -203,3 +212,133 @@ def spsc_check(*, publish: int, messages: int = 2, capacity: int = 2) -> tuple:
                 state.got.append(v)
 
     return State, producer, consumer, None
+
+
+# -- Chase-Lev ------------------------------------------------------------------------------
+#: the planted mistakes of :class:`ChaseLev` (``bug=``), each a double take in weak mode
+CHASE_LEV_BUGS = ("sb", "steal-fence", "last-no-cas")
+EMPTY = None
+ABORT = "abort"
+
+
+class ChaseLev:
+    """A fixed-capacity Chase-Lev deque of int64 items, as Lê et al. (PPoPP 2013,
+    figure 1) write it: the owner pushes and takes at the bottom, thieves steal at the
+    top. Words: ``top`` (0), ``bottom`` (1) and the buffer (``2 + k``), all through the
+    calling thread's accessor (:meth:`handle`). ``bug``: one of :data:`CHASE_LEV_BUGS`,
+    or None for the algorithm as published. (No resize: push on a full deque raises.)"""
+
+    def __init__(self, capacity: int = 4, *, bug: str | None = None) -> None:
+        if bug not in (None, *CHASE_LEV_BUGS):
+            raise ValueError(f"ChaseLev has no planted bug {bug!r} (use one of "
+                             f"{', '.join(CHASE_LEV_BUGS)})")
+        self.capacity, self.bug = capacity, bug
+        self.words = AtomicWords(2 + capacity, name="deque")
+        self.words.index_names = ["top", "bottom",
+                                  *(f"buffer[{k}]" for k in range(capacity))]
+
+    def handle(self) -> ChaseLevHandle:
+        return ChaseLevHandle(self)
+
+
+class ChaseLevHandle:
+    """One thread's access to a :class:`ChaseLev` (the owner's or a thief's)."""
+
+    def __init__(self, deque: ChaseLev) -> None:
+        self.dq = deque
+        self.acc = deque.words.accessor()
+
+    def push(self, x: int) -> None:
+        """The owner's push: write the slot, then publish it with a release fence and a
+        relaxed store of ``bottom``."""
+        acc, dq = self.acc, self.dq
+        b = acc.load(1, RELAXED)
+        t = acc.load(0, ACQUIRE)
+        if b - t > dq.capacity - 1:
+            raise OverflowError("the deque is full (this example does not resize)")
+        acc.store(2 + b % dq.capacity, x, RELAXED)
+        acc.fence(RELEASE)
+        acc.store(1, b + 1, RELAXED)
+
+    def take(self) -> int | None:
+        """The owner's take: reserve the bottom item, then read ``top``; the store and the
+        load must not be reordered (the seq_cst fence), and the last item is contended
+        with thieves through a compare-exchange of ``top``."""
+        acc, dq = self.acc, self.dq
+        b = acc.load(1, RELAXED) - 1
+        if dq.bug == "sb":
+            acc.store(1, b, RELEASE)  # BUG: a release store and a seq_cst load, no fence:
+            t = acc.load(0, SEQ_CST)  # the load may pass the store (store buffering)
+        else:
+            acc.store(1, b, RELAXED)
+            acc.fence(SEQ_CST)
+            t = acc.load(0, RELAXED)
+        if t <= b:  # not empty
+            x = acc.load(2 + b % dq.capacity, RELAXED)
+            if t == b and dq.bug != "last-no-cas":  # BUG (last-no-cas): no contest
+                # the last item: a thief may be taking it too
+                if acc.compare_exchange(0, t, t + 1, SEQ_CST, RELAXED) != t:
+                    x = EMPTY  # a thief won it
+                acc.store(1, b + 1, RELAXED)
+            return x
+        acc.store(1, b + 1, RELAXED)  # empty: put bottom back
+        return EMPTY
+
+    def steal(self) -> int | str | None:
+        """A thief's steal: read ``top``, then (after a seq_cst fence) ``bottom``; if
+        not empty read the item and claim it by a compare-exchange of ``top``. Returns
+        the item, :data:`EMPTY` (None) or :data:`ABORT` (lost a race: try again)."""
+        acc, dq = self.acc, self.dq
+        if dq.bug == "sb":
+            t = acc.load(0, SEQ_CST)  # the "fix" a student tries first: seq_cst loads
+            b = acc.load(1, SEQ_CST)
+        else:
+            t = acc.load(0, ACQUIRE)
+            if dq.bug != "steal-fence":
+                acc.fence(SEQ_CST)
+            b = acc.load(1, ACQUIRE)
+        if t < b:  # not empty
+            x = acc.load(2 + t % dq.capacity, RELAXED)
+            if acc.compare_exchange(0, t, t + 1, SEQ_CST, RELAXED) != t:
+                return ABORT
+            return x
+        return EMPTY
+
+
+def chase_lev_check(*, bug: str | None = None) -> tuple:
+    """``(setup, owner, thief, invariant)``: the owner pushes 10 and 11 and takes once,
+    the thief steals twice; no item may be taken twice, none lost (taken, or still in
+    the deque between ``top`` and ``bottom``). Run it with ``weak=True``."""
+
+    class State:
+        def __init__(self) -> None:
+            self.dq = ChaseLev(4, bug=bug)
+            self.taken: list[list[int]] = [[], []]
+
+    def owner(state: State) -> None:
+        h = state.dq.handle()
+        h.push(10)
+        h.push(11)
+        x = h.take()
+        if x is not None:
+            state.taken[0].append(x)
+
+    def thief(state: State) -> None:
+        h = state.dq.handle()
+        for _ in range(2):
+            x = h.steal()
+            if x not in (EMPTY, ABORT):
+                state.taken[1].append(x)
+
+    def invariant(state: State) -> None:
+        words = state.dq.words.array
+        top, bottom = int(words[0]), int(words[1])
+        left = [int(words[2 + k % state.dq.capacity]) for k in range(top, bottom)]
+        owner, thief = state.taken
+        taken = owner + thief
+        assert len(taken) == len(set(taken)), \
+            f"an item was taken twice: the owner took {owner}, the thief stole {thief}"
+        assert sorted(taken + left) == [10, 11], \
+            f"taken {sorted(taken)} + left in the deque {left} is not [10, 11]"
+
+    return State, owner, thief, invariant

@@ -12,10 +12,11 @@ each with a fresh set-up, until one fails or the strategy has nothing left:
   Godefroid, "Dynamic partial-order reduction for model checking software", POPL 2005):
   two operations are dependent when they touch the same word and one of them writes; at
   every state, for every thread that could run, the latest earlier dependent transition
-  of another thread that does not happen-before it gets a backtracking point. No
-  preemption bound, so a pass covers every interleaving of the scope; no sleep sets, so
-  some orders are run more than once, and on code that spins or retries it can run more
-  executions than bounded DFS. A failure it finds may have more preemptions than needed.
+  of another thread that does not happen-before it gets a backtracking point. With sleep
+  sets (Godefroid 1996: :class:`_Sleeping`) each ordering of dependent operations runs at
+  most once. No preemption bound, so a pass covers every interleaving of the scope (on
+  code that spins without bound it may not finish). A failure it finds may have more
+  preemptions than needed.
 * ``"random"``: ``schedules`` executions, each decision uniformly at random (seeded).
 * ``"pct"``: probabilistic concurrency testing (Burckhardt et al., "A randomized
   scheduler with probabilistic guarantees of finding bugs", ASPLOS 2010): random thread
@@ -44,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from seer.check.scheduler import Execution, Session, Step
+from seer.check.scheduler import Execution, Op, Session, SleepBlocked, Step
 from seer.queues import atomic
 
 __all__ = [
@@ -489,28 +490,109 @@ def _dfs(session, setup, workers, invariant, weak, preemptions, schedules, rng, 
     return Report("dfs", runs, 0.0, None, True, preemptions, dropped=dropped)
 
 
+#: Sleep sets in DPOR (switched off only to measure what they save: docs/checking.md).
+_SLEEP_SETS = True
+
+
+def _independent(a: Any, b: Any) -> bool:
+    """Do two threads' next operations commute (DPOR's independence, for sleep sets)?
+    Different words, or both reads; a thread's start commutes with everything; a spin's
+    ``yield`` depends on every store (a store wakes a spinner and, in weak mode, moves
+    what it sees when it goes on) and on every other yield (who spins longest goes)."""
+    if a.kind == "start" or b.kind == "start":
+        return True
+    if a.kind == "yield" or b.kind == "yield":
+        return not (a.write or b.write or (a.kind == b.kind == "yield"))
+    if a.location is None or b.location is None:
+        return True
+    return a.location != b.location or not (a.write or b.write)
+
+
+class _Sleeping:
+    """DPOR's strategy: follows ``prefix``, then runs the first thread that is not
+    asleep (the running one first). A thread falls asleep at a state once its subtree
+    there is explored (``explored[k]``: the threads run at decision ``k`` before the one
+    now), and stays asleep along a branch while the operations run are independent of
+    its next one (Godefroid's sleep sets): running it there would only reorder
+    independent operations of a schedule already run. When every thread that could run is
+    asleep the execution is given up (:class:`~seer.check.scheduler.SleepBlocked`).
+    ``sleeps`` gets each thread decision's sleep set."""
+
+    def __init__(self, prefix: list[int], seen: list, explored: list, weak: bool) -> None:
+        self.prefix, self.seen, self.explored, self.weak = prefix, seen, explored, weak
+        self.sleep: dict[int, Any] = {}
+        self.sleeps: list[dict[int, Any] | None] = []
+
+    def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
+        k = len(ex.decisions)
+        if k < len(self.prefix):
+            index = self.prefix[k]
+            if index >= len(alternatives) or (k < len(self.seen) and self.seen[k] != (
+                    kind, alternatives)):
+                raise _nondeterministic(k)
+        elif kind != "thread" or not _SLEEP_SETS:
+            index = 0
+        else:
+            index = next((i for i, t in enumerate(alternatives) if t not in self.sleep),
+                         None)
+            if index is None:
+                self.sleeps.append(dict(self.sleep))
+                raise SleepBlocked
+        if kind != "thread":
+            self.sleeps.append(None)
+            return index
+        self.sleeps.append(dict(self.sleep))
+        if _SLEEP_SETS:
+            ops = ex.pending_ops[-1]
+            t = alternatives[index]
+            mine = ops[t]
+            asleep = dict(self.sleep)
+            if k < len(self.explored) and self.explored[k]:
+                asleep.update((q, self._effect(ops[q], wrote)) for q, wrote in
+                              self.explored[k].items() if q != t and q in ops)
+            self.sleep = {q: op for q, op in asleep.items()
+                          if q != t and _independent(op, mine)}
+        return index
+
+
+    def _effect(self, op: Any, wrote: bool) -> Any:
+        """The operation a sleeping thread would perform: in sequentially consistent mode
+        what it did when its subtree was explored (a compare-exchange that failed there
+        fails again while it sleeps, since nothing it depends on ran: a read)."""
+        if wrote or not op.write or self.weak:
+            return op
+        return Op(op.kind, op.location, op.name, False, op.ready)
+
+
 def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
           max_steps) -> Report:
     runs = 0
     prefix: list[int] = []
     backtrack: list[set | None] = []  # per decision: threads to try (thread decisions)
-    done: list[set | None] = []
+    # per decision: thread -> did its step write (thread decisions), in the order run
+    done: list[dict | None] = []
+    sleeps: list[dict | None] = []  # per decision: the sleep set at its state
     seen: list = []
     dropped = 0
     while True:
-        ex = _checked(_run(session, _Prefix(prefix, float("inf"), seen), setup, workers,
-                           invariant, weak, max_steps), prefix)
+        strategy = _Sleeping(prefix, seen, done, weak)
+        ex = _checked(_run(session, strategy, setup, workers, invariant, weak, max_steps),
+                      prefix)
         runs += 1
         dropped += ex.infeasible
         if ex.failure is not None:
             return Report("dpor", runs, 0.0, _failure(ex, weak), False)
         d = ex.decisions
         seen = _seen(d)
-        for k in range(len(backtrack), len(d)):
+        wrote = {dk: w for dk, _t, _loc, w in ex.transitions}
+        for k in range(len(d)):
             kind, alts, index, _c, _p = d[k]
-            chosen = {alts[index]} if kind == "thread" else None
-            backtrack.append(set(chosen) if chosen else None)
-            done.append(set(chosen) if chosen else None)
+            if k >= len(backtrack):
+                backtrack.append({alts[index]} if kind == "thread" else None)
+                done.append({} if kind == "thread" else None)
+            if kind == "thread":
+                done[k][alts[index]] = wrote.get(k, True)
+        sleeps = strategy.sleeps[:len(d)]
         for dj, t in _races(ex):
             kind, alts, _i, _c, _p = d[dj]
             backtrack[dj] |= {t} if t in alts else set(alts)
@@ -518,10 +600,11 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
         while k >= 0:
             kind, alts, index, _c, _p = d[k]
             if kind == "thread":
-                todo = backtrack[k] - done[k]
+                asleep = sleeps[k] or {}
+                todo = [t for t in backtrack[k] if t not in done[k] and t not in asleep]
                 if todo:
                     t = min(todo, key=alts.index)
-                    done[k].add(t)
+                    done[k][t] = True  # until its run says
                     prefix = [*(x[2] for x in d[:k]), alts.index(t)]
                     break
             elif index + 1 < len(alts):
@@ -530,7 +613,7 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
             k -= 1
         if k < 0:
             return Report("dpor", runs, 0.0, None, True, dropped=dropped)
-        del backtrack[k + 1:], done[k + 1:]
+        del backtrack[k + 1:], done[k + 1:], sleeps[k + 1:]
         if runs >= schedules:
             return Report("dpor", runs, 0.0, None, False, None,
                           [f"stopped at schedules={schedules} with orders left to run"],

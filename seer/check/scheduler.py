@@ -58,6 +58,12 @@ class _Abandon(BaseException):
     """Unwinds a parked worker when its execution is given up (a failure elsewhere)."""
 
 
+class SleepBlocked(Exception):
+    """Raised by a strategy when every thread that could run is asleep (DPOR's sleep
+    sets): each continuation is equivalent to one already explored, so the execution is
+    given up (neither a pass nor a failure)."""
+
+
 @dataclass
 class Op:
     """An announced operation: what DPOR and the report need to know of it."""
@@ -172,6 +178,8 @@ class Execution:
         #: the memory model had no consistent choice left: the execution is not one that
         #: RC11 allows, and is dropped (neither a pass nor a failure)
         self.infeasible = False
+        #: given up by the strategy: every thread that could go on was asleep (DPOR)
+        self.blocked = False
         self._step = 0
         self._running = -1
         self._yielded = [0] * workers  # len(memory.writers) when each thread last yielded
@@ -271,6 +279,9 @@ class Execution:
             alternatives, costs = enabled, [0] * len(enabled)
         try:
             t = alternatives[self._decide("thread", alternatives, costs)]
+        except SleepBlocked:
+            self.infeasible = self.blocked = True
+            return None
         except BaseException as exc:  # a replay that does not fit, a nondeterministic check
             self._error = exc
             return None
@@ -383,6 +394,12 @@ class Execution:
             self.infeasible = True
             raise _Abandon
         return self._decide(kind, list(range(alternatives)), [0] * alternatives)
+
+    def read_only(self) -> None:
+        """The operation being performed only read (a failed compare-exchange): DPOR
+        treats its step as a read."""
+        d, t, loc, _write = self.transitions[-1]
+        self.transitions[-1] = (d, t, loc, False)
 
     def note(self, t: int, **fields: Any) -> None:
         """Fill in the line of the operation ``t`` is performing, or (``scheduled=False``)
@@ -615,6 +632,7 @@ class ModelAccessor(PythonRawOps):
                         synchronises=seen.sync is not None and order in _ACQUIRES)
             else:
                 mem.read(t, loc, seen, failure)
+                ex.read_only()
                 ex.note(t, order=ORDER_NAMES[order],
                         detail=f"expected {expected}, saw {seen.value} (failed){stale}",
                         reads_from=(seen.thread, seen.step), stale=newer,

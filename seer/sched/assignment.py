@@ -37,7 +37,7 @@ from seer.errors import ModelError
 from seer.queues.pel import OwnSegmentClaimer, ParallelExecutiveList
 
 __all__ = ["ASSIGNMENTS", "Assignment", "Block", "Claimer", "RoundRobin", "Steal",
-           "get_assignment"]
+           "get_assignment", "register_assignment"]
 
 
 class Claimer(Protocol):
@@ -122,6 +122,27 @@ class Block(RoundRobin):
 
 
 ASSIGNMENTS: dict[str, type[Assignment]] = {cls.name: cls for cls in (Steal, RoundRobin, Block)}
+
+
+def register_assignment(cls: type[Assignment] | None = None, *, replace: bool = False):
+    """Make the :class:`Assignment` subclass ``cls`` available by ``cls.name`` wherever an
+    assignment is named (``DualQueueRuntime(model, assignment=name)``,
+    ``seer.check.queues.claims_check(name)``); also a decorator. A name that is taken by
+    another class is an error unless ``replace=True``. Returns ``cls``."""
+
+    def add(cls: type[Assignment]) -> type[Assignment]:
+        if not (isinstance(cls, type) and issubclass(cls, Assignment)):
+            raise TypeError(f"register_assignment needs an Assignment subclass, got {cls!r}")
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{cls.__name__} needs a class attribute name (a non-empty str)")
+        if ASSIGNMENTS.get(name, cls) is not cls and not replace:
+            raise ValueError(f"assignment {name!r} is already registered "
+                             f"({ASSIGNMENTS[name].__name__}); pass replace=True")
+        ASSIGNMENTS[name] = cls
+        return cls
+
+    return add if cls is None else add(cls)
 
 
 def get_assignment(assignment: str | Assignment) -> Assignment:

@@ -131,3 +131,56 @@ def test_python_dash_m_seer_check_runs(tmp_path):
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert run.returncode == 1 and "stale" in run.stdout
     assert Path(tmp_path).exists()
+
+
+# -- Chase-Lev (Lê et al., PPoPP 2013) --------------------------------------------------------
+def _chase_lev(bug=None, **options):
+    from seer.check.examples import chase_lev_check
+
+    setup, owner, thief, invariant = chase_lev_check(bug=bug)
+    return explore(setup, owner, thief, invariant=invariant, raises=False, **options)
+
+
+def test_chase_lev_as_published_passes_in_weak_mode():
+    report = _chase_lev(weak=True, strategy="dpor")
+    assert report.verdict == "PASSED" and report.exhaustive
+    assert _chase_lev(weak=False).verdict == "PASSED"
+
+
+def test_chase_lev_release_store_and_seq_cst_load_is_store_buffering():
+    """Take's release store of bottom and seq_cst load of top (no fence), with seq_cst
+    loads in steal: RC11 lets the load pass the store; SC cannot show it."""
+    assert _chase_lev("sb").verdict == "PASSED"
+    failure = _chase_lev("sb", weak=True).failure
+    assert failure is not None and "taken twice" in failure.message
+    assert failure.preemptions == 0 and failure.stale_reads > 0  # not a sequential bug
+
+
+def test_chase_lev_steal_without_its_fence_double_takes_in_weak_mode():
+    assert _chase_lev("steal-fence").verdict == "PASSED"
+    failure = _chase_lev("steal-fence", weak=True).failure
+    assert failure is not None and "taken twice" in failure.message
+    assert failure.stale_reads > 0
+
+
+def test_chase_lev_last_item_without_the_cas_double_takes():
+    failure = _chase_lev("last-no-cas", weak=True).failure
+    assert failure is not None and "taken twice" in failure.message
+    from seer.check.examples import chase_lev_check
+
+    setup, owner, thief, invariant = chase_lev_check(bug="last-no-cas")
+    again = replay(failure.schedule, setup, owner, thief, invariant=invariant, raises=False)
+    assert again.verdict == "FAILED" and "taken twice" in again.failure.message
+    setup, owner, thief, invariant = chase_lev_check()
+    fixed = replay(failure.schedule, setup, owner, thief, invariant=invariant, raises=False,
+                   then="explore", preemptions=1)
+    assert fixed.failure is None and fixed.verdict == "PASSED"
+
+
+def test_chase_lev_refuses_an_unknown_bug():
+    import pytest
+
+    from seer.check.examples import ChaseLev
+
+    with pytest.raises(ValueError, match="no planted bug"):
+        ChaseLev(bug="typo")

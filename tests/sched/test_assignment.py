@@ -54,6 +54,30 @@ def test_a_custom_assignment_plugs_in():
     rt.close()
 
 
+def test_register_assignment_plugs_a_strategy_in_by_name():
+    assert seer.register_assignment(Reversed) is Reversed
+    try:
+        rt = DualQueueRuntime(RandomModel(20, seed=1), threads=2, assignment="reversed")
+        assert rt.stats["assignment"] == "reversed"
+        rt.close()
+        from seer.check.queues import claims_check
+
+        assert claims_check("reversed", threads=2, items=4).run().failure is None
+        seer.register_assignment(Reversed)  # the same class again: fine
+        with pytest.raises(ValueError, match="already registered"):
+            seer.register_assignment(type("Other", (Reversed,), {}))
+        with pytest.raises(TypeError, match="Assignment subclass"):
+            seer.register_assignment(object)
+
+        @seer.register_assignment(replace=True)
+        class Again(Reversed):
+            pass
+
+        assert ASSIGNMENTS["reversed"] is Again
+    finally:
+        del ASSIGNMENTS["reversed"]
+
+
 def test_unknown_assignment_names_the_choices():
     with pytest.raises(seer.ModelError, match=r"unknown assignment 'random'; choose one of "
                        r"\['block', 'round-robin', 'steal'\]"):
