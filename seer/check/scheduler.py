@@ -43,7 +43,8 @@ from seer.queues.atomic import (
     check_order,
 )
 
-__all__ = ["Barrier", "Execution", "ModelAccessor", "Session", "Step", "yield_now"]
+__all__ = ["Barrier", "Execution", "ModelAccessor", "Session", "Step", "UnmodelledWrite",
+           "yield_now"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -56,6 +57,19 @@ def _wrap64(x: int) -> int:
 
 class _Abandon(BaseException):
     """Unwinds a parked worker when its execution is given up (a failure elsewhere)."""
+
+
+class UnmodelledWrite(Exception):
+    """A worker wrote an atomic word through ``words.array`` (the numpy view), which the
+    model does not see: found at the thread's next scheduling point (or its end) because
+    the array no longer holds what the model stored there."""
+
+    def __init__(self, word: str, thread: int, value: int, expected: int) -> None:
+        self.word, self.thread, self.value, self.expected = word, thread, value, expected
+        super().__init__(
+            f"T{thread} wrote atomic word {word} through AtomicWords.array (a numpy write "
+            f"the checker does not see): the array holds {value}, the model {expected}. "
+            "Use an accessor (acc.store, or AtomicWords.plain() for a plain write)")
 
 
 class SleepBlocked(Exception):
@@ -117,10 +131,17 @@ class Session:
 
     # hooks -------------------------------------------------------------------------------
     def accessor(self, words: Any) -> ModelAccessor:
+        self._watch(words)
         return ModelAccessor(self, words)
 
     def plain(self, words: Any) -> PlainWords:
+        self._watch(words)
         return PlainWords(ModelAccessor(self, words))
+
+    def _watch(self, words: Any) -> None:
+        ex = getattr(self.local, "execution", None)
+        if ex is not None:
+            ex.watch(words)
 
     def data_view(self, name: str, view: memoryview) -> DataView:
         return DataView(self, name, view)
@@ -184,6 +205,9 @@ class Execution:
         self._running = -1
         self._yielded = [0] * workers  # len(memory.writers) when each thread last yielded
         self._yield_step = [0] * workers  # len(transitions) then
+        #: id(words) -> [words, its array, base address, what the array held at the last
+        #: check]: the words whose numpy view is compared with the model (watch)
+        self._watched: dict[int, list] = {}
 
     # -- the main thread -------------------------------------------------------------------
     def run(self, setup: Callable[[], Any], workers: tuple[Callable[[Any], Any], ...],
@@ -199,6 +223,8 @@ class Execution:
             except BaseException as exc:
                 raise RuntimeError(f"the check's setup() failed: {exc!r}") from exc
             self.memory.start_workers()
+            for entry in self._watched.values():  # the set-up may write the arrays
+                entry[3] = entry[1].tobytes()
             threads = _carriers(len(workers))
             for t, (carrier, fn) in enumerate(zip(threads, workers, strict=True)):
                 carrier.start(self._body, t, fn, state)  # one at a time: each parks at
@@ -347,10 +373,13 @@ class Execution:
         try:
             self.point(t, Op("start"))
             fn(state)
+            self._check_writes(t)
         except _Abandon:
             pass
         except DataRace as exc:
             self._fail("data race", exc, t)
+        except UnmodelledWrite as exc:
+            self._fail("unmodelled write", exc, t)
         except BaseException as exc:
             self._fail("exception", exc, t)
         finally:
@@ -370,6 +399,8 @@ class Execution:
             return
         if self.failure is not None or self._abandoned or self.infeasible:
             raise _Abandon
+        if self._started:
+            self._check_writes(t)
         self.pending[t] = op
         if op.kind == "yield":
             self._yielded[t] = len(self.memory.writers)
@@ -382,6 +413,48 @@ class Execution:
         self._go[t].acquire()
         if self._abandoned:
             raise _Abandon
+
+    # -- writes through words.array --------------------------------------------------------
+    def watch(self, words: Any) -> None:
+        """Compare ``words.array`` with the model from now on (an accessor or ``plain()``
+        view of it was made in this execution)."""
+        if id(words) not in self._watched and words.array is not None:
+            array = words.array
+            seen = array.copy()
+            if self._started:  # a worker's accessor: words the model has stores of are
+                base = words.address  # checked against their latest store
+                for i in range(words.n):
+                    stores = self.memory.words.get(base + 8 * i)
+                    if stores is not None:
+                        seen[i] = stores[-1].value
+            self._watched[id(words)] = [words, array, words.address, seen.tobytes()]
+
+    def _check_writes(self, t: int) -> None:
+        """Between two scheduling points only thread ``t`` ran: a word of a watched array
+        that changed and does not hold the model's latest store of that word was written
+        by ``t`` through the numpy view (:class:`UnmodelledWrite`, a failure). Only the
+        model path pays for this (a bytes comparison per watched array and scheduling
+        point): the accessors' fast path is untouched."""
+        for entry in self._watched.values():
+            words, array, base, seen_bytes = entry
+            now = array.tobytes()
+            if now == seen_bytes:
+                continue
+            seen = np.frombuffer(seen_bytes, np.int64).copy()
+            words_of = self.memory.words
+            for i in np.flatnonzero(array != seen).tolist():
+                value = int(array[i])
+                stores = words_of.get(base + 8 * i)
+                if stores is not None and stores[-1].value == value:
+                    seen[i] = value  # a store of the model (it keeps the array current)
+                    continue
+                names = words.__dict__.get("index_names")
+                name = names[i] if names and i < len(names) else f"{words.name}[{i}]"
+                expected = stores[-1].value if stores is not None else int(seen[i])
+                exc = UnmodelledWrite(name, t, value, expected)
+                self._fail("unmodelled write", exc, t)
+                raise exc
+            entry[3] = now
 
     def choose_read(self, alternatives: int, kind: str = "read") -> int:
         """Which of ``alternatives`` stores (latest first) a weak load reads, or

@@ -10,6 +10,7 @@ from seer.check import (
     ReplayError,
     explore,
     format_schedule,
+    name_words,
     parse_schedule,
     replay,
     yield_now,
@@ -357,3 +358,57 @@ def test_dpor_reaches_every_outcome_dfs_reaches():
         workers = [program(ops, i) for i, ops in enumerate(progs)]
         for weak in (False, True):
             assert outcomes(workers, "dpor", weak) == outcomes(workers, "dfs", weak), progs
+
+
+# -- a write through words.array inside a worker is an error, not ignored ----------------------
+class _Words:
+    def __init__(self) -> None:
+        self.words = AtomicWords(2, name="counter")
+        self.words.array[1] = 3  # the set-up may initialise through the array
+        self.words.accessor()    # (and make accessors)
+
+
+def _adds(state: _Words) -> None:
+    state.words.accessor().fetch_add(0, 1)
+
+
+def _array_write_then_op(state: _Words) -> None:
+    acc = state.words.accessor()
+    acc.store(0, 1)
+    state.words.array[0] = 5  # bypasses the model
+    acc.load(1)
+
+
+def _array_write_at_end(state: _Words) -> None:
+    acc = state.words.accessor()
+    acc.load(0)
+    state.words.array[1] = 7  # no scheduling point after it: found at the thread's end
+
+
+@pytest.mark.parametrize("weak", [False, True])
+@pytest.mark.parametrize("worker, word, value", [(_array_write_then_op, "counter[0]", 5),
+                                                 (_array_write_at_end, "hits", 7)])
+def test_a_write_through_words_array_in_a_worker_is_an_error(weak, worker, word, value):
+    setup = _Words
+    if word == "hits":
+        def setup():
+            state = _Words()
+            name_words(state.words, "count", "hits")
+            return state
+    report = explore(setup, _adds, worker, invariant=lambda s: True, raises=False, weak=weak)
+    failure = report.failure
+    assert failure is not None and failure.kind == "unmodelled write"
+    assert failure.thread == 1
+    assert f"T1 wrote atomic word {word} through AtomicWords.array" in str(failure)
+    assert f"holds {value}" in str(failure) and "accessor" in str(failure)
+
+
+@pytest.mark.parametrize("weak", [False, True])
+def test_array_writes_by_the_model_setup_and_invariant_are_not_errors(weak):
+    def invariant(state: _Words) -> bool:
+        ok = int(state.words.array[0]) == 2 and int(state.words.array[1]) == 3
+        state.words.array[0] = 0  # the invariant runs alone: allowed
+        return ok
+
+    report = explore(_Words, _adds, _adds, invariant=invariant, raises=False, weak=weak)
+    assert report.verdict == "PASSED", str(report)

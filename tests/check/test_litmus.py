@@ -194,6 +194,24 @@ LITMUS = {
     "W+RWC+sc": ([[W(X, 1, SC), W(Y, 1, SC)], [R(0, Y, SC), R(1, Z, SC)],
                   [W(Z, 1, SC), R(2, X, SC)]], (), ALL3 - {(1, 0, 0)},
                  "[RC11], [GenMC] w+rwc+sc"),
+    # -- Z6.U ([RC11] §2.1): x=sc 1; y=rel 1 || r0=FAI_sc(y); r1=y_rlx || y=sc 3; r2=x_sc.
+    # Outcome (r0, r1, r2, final y). The famous one, r0=1 r1=3 r2=0 (mo: 1, U, 3), is
+    # ALLOWED: Power allows it (leading-sync mapping), and C11's S forbade it only because
+    # S had to contain hb (x=sc 1 hb the FAI through the rel/acq rf). RC11's scb keeps
+    # just po, po|≠loc;hb;po|≠loc, hb|loc, mo, fr: between the SC events it gives only
+    # y=sc 3 ->po r2, x=sc 1 <-fr r2 (or ->hb when r2=1) and the FAI <->mo y=sc 3, so
+    # psc never has a cycle (herd7 rc11.cat agrees). The set is then coherence alone:
+    # U reads its mo-predecessor, r1 reads U's write or a later one in mo, r2 is free.
+    "Z6.U": ([[W(X, 1, SC), W(Y, 1, REL)], [FADD(0, Y, 1, SC), R(1, Y)],
+              [W(Y, 3, SC), R(2, X, SC)]], (Y,),
+             {(r0, r1, r2, y) for r2 in (0, 1) for r0, r1, y in (
+                 (1, 2, 3), (1, 3, 3),  # mo 1, U, 3 ((1, 3, 0, 3): C11 forbade it)
+                 (3, 4, 4),             # mo 1, 3, U
+                 (0, 1, 3), (0, 3, 3),  # mo U, 1, 3
+                 (0, 1, 1), (0, 3, 1),  # mo U, 3, 1
+                 (1, 2, 2),             # mo 3, 1, U
+                 (3, 4, 1), (3, 1, 1))},  # mo 3, U, 1
+             "[RC11] §2.1 Z6.U (allowed; C11 forbade it), herd7 rc11.cat"),
     # -- coherence of one word --
     "CoRR": ([[W(X, 1)], [R(0, X), R(1, X)]], (), ALL2 - {(1, 0)}, "[herd] CoRR"),
     "CoRR2": ([[W(X, 1)], [W(X, 2)], [R(0, X), R(1, X)], [R(2, X), R(3, X)]], (),
