@@ -21,7 +21,11 @@ from seer.runtime import DEFAULT_EVENTS_PER_ENTITY, DEFAULT_MIN_EVENTS, default_
 #: Every runtime that ships (registered ones from other tests are not included).
 KINDS = ["serial", "seer", "static", "static-block", "seer-ms", "global", "executor",
          "optimistic"]
-RUNS = [("serial", None), ("serial", 1)] + [(k, t) for k in KINDS[1:] for t in (1, 2)]
+#: Every kind at 2 threads in the fast tier (a default-limit run is about a second each);
+#: at 1 thread in the slow tier.
+RUNS = [("serial", None), pytest.param("serial", 1, marks=pytest.mark.slow)] + [
+    (k, t) if t == 2 else pytest.param(k, t, marks=pytest.mark.slow)
+    for k in KINDS[1:] for t in (1, 2)]
 
 
 def build(model, kind, threads, **options):
