@@ -17,7 +17,8 @@ from typing import Any
 from bench.harness import ALL, label, paired, ratios, table
 
 __all__ = ["GOALS_FILE", "Results", "also_measured", "break_even", "by_threads", "goal_rows",
-           "load_goals", "memory_section", "scan_speedups", "write_manycore", "write_results"]
+           "load_goals", "memory_section", "parallelism_section", "scan_speedups",
+           "write_manycore", "write_results"]
 
 GOALS_FILE = Path(__file__).with_name("goals.toml")
 #: the STPA methods that are not baselines
@@ -38,8 +39,8 @@ def load_goals(path: Path = GOALS_FILE) -> list[dict[str, Any]]:
 class Results:
     """Every result file a report reads, each None where it was not measured:
     ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``,
-    ``pursuit``, ``mpe``, ``manycore`` (the efficiency part of the many-core run, for the
-    README's figure), and for RESULTS-manycore.md ``stpa_collect`` and ``holdout``."""
+    ``pursuit``, ``mpe``, ``parallelism``, ``manycore`` (the efficiency part of the many-core
+    run, for the README's figure), and for RESULTS-manycore.md ``stpa_collect`` and ``holdout``."""
 
     def __init__(self, **once: dict | None) -> None:
         self.once = once
@@ -179,9 +180,20 @@ def _marl_loop(r: Results, g: dict) -> Reading | None:
     return 1 - mine / serial, f"{1e3 * mine:.0f} ms against {1e3 * serial:.0f} ms"
 
 
+def _parallelism(r: Results, g: dict) -> Reading | None:
+    """The worst workload's measured seer(2) speed-up over the profile's bound at T = 2."""
+    par = r.parallelism
+    if par is None or not par.get("workloads"):
+        return None
+    worst = min(par["workloads"], key=lambda k: par["workloads"][k]["measured_over_bound"])
+    w = par["workloads"][worst]
+    return (w["measured_over_bound"], f"worst: {worst}, {w['measured']['speedup']:.2f}x of "
+            f"{w['profile']['bound']['2']:.2f}x")
+
+
 SOURCES: dict[str, Callable[[Results, dict], Reading | None]] = {
     "efficiency": _efficiency, "stpa": _stpa, "memory": _memory,
-    "marl_loop": _marl_loop}
+    "marl_loop": _marl_loop, "parallelism": _parallelism}
 
 
 def goal_rows(r: Results, goals: Sequence[dict] | None = None,
@@ -345,6 +357,36 @@ def memory_section(r: Results) -> list[str]:
             *table(["workload", *runtimes], rows), ""]
 
 
+def parallelism_section(r: Results) -> list[str]:
+    """The parallelism profile's bound (``bench.parallelism``) beside seer(2)'s measured
+    speed-up over serial, per workload."""
+    par = r.parallelism
+    if par is None or not par.get("workloads"):
+        return []
+    more = [t for t in par.get("threads", [2, 4, 8, 16]) if t != 2]
+    rows = []
+    for w in par["workloads"].values():
+        p, m = w["profile"], w["measured"]
+        rows.append([w["title"], f"{p['events_per_step']:.0f}", f"{p['bound']['2']:.2f}",
+                     f"{m['speedup']:.2f}", _num(m.get("of_ceiling")),
+                     f"{w['measured_over_bound']:.2f}",
+                     *(_num(p["bound"].get(str(t))) for t in more), f"{p['limit']:.2f}"])
+    first = next(iter(par["workloads"].values()))
+    capacity = [c for w in par["workloads"].values() for c in w["measured"].get("capacity", [])]
+    return ["## Parallelism profile: the window protocol's bound against the measured", "",
+            f"`{par['command']}` at commit {par['host'].get('commit', '?')}: the bound at T "
+            "threads is `seer.trace.parallelism_profile` of seer(1) traced for "
+            f"{par['traced']} step{'s' * (par['traced'] != 1)} after a warm-up step (each "
+            "window's entity runs list-scheduled on T workers with no scheduling cost, plus "
+            f"{first['profile']['barrier_us']:g} µs a window); *measured*: seer(2)'s speed-up "
+            f"over serial ({par['rounds']} rounds of {par['steps']} steps"
+            + (f"; host capacity {min(capacity):.2f}-{max(capacity):.2f}" if capacity else "")
+            + "), *of ceiling*: its share of 2 independent serial runs'. T = 4-16 and the "
+            "limit (any T) say what more cores could buy.", "",
+            *table(["workload", "events/step", "bound T=2", "measured seer(2)", "of ceiling",
+                    "measured/bound", *[f"bound T={t}" for t in more], "limit"], rows), ""]
+
+
 def also_measured(r: Results) -> list[str]:
     """One line per once-run study that ``r`` holds (what each study prints when it ends)."""
     out = []
@@ -389,7 +431,7 @@ def also_measured(r: Results) -> list[str]:
 def write_results(r: Results, figures: list[str]) -> str:
     """The whole of RESULTS.md."""
     out = [*_header(r), *_goals(r), *_cost(r), *_scans(r), *_peers(r),
-           *memory_section(r), *also_measured(r)]
+           *parallelism_section(r), *memory_section(r), *also_measured(r)]
     out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
                                          for f in figures), ""]
     return "\n".join(out) + "\n"

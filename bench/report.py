@@ -49,6 +49,7 @@ def once_parts(mode: str) -> dict[str, tuple[tuple[str, ...], list[str]]]:
                                                   }[mode]]),
         "load_balance_aircraft": ((), [*balance, "--only", "aircraft"]),
         "load_balance_pcs": ((), [*balance, "--only", "pcs_gain8"]),
+        "parallelism": ((), ["bench.parallelism", *smoke]),
         "memory": ((), ["bench.memory", *flag]),
         "stpa": ((), ["bench.stpa", *smoke]),
         "pursuit": (("pettingzoo",), ["bench.pursuit", *smoke]),
@@ -120,7 +121,7 @@ def render(results: Path, figures: Path) -> str:
     r = Results(balance=_balance(results), manycore=_once(results / "manycore", "efficiency"),
                 **{name: _once(results, name) for name in ("efficiency", "memory", "stpa",
                                                             "pursuit", "mpe", "marl_loop",
-                                                            "replicas")})
+                                                            "replicas", "parallelism")})
     figures.mkdir(exist_ok=True)
     return write_results(r, draw(r, figures))
 
