@@ -237,12 +237,18 @@ class _Prefix:
     def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
         k = len(ex.decisions)
         if k < len(self.prefix):
-            index = self.prefix[k]
-            if index >= len(alternatives) or (k < len(self.seen) and self.seen[k] != (
-                    kind, alternatives)):
-                raise _nondeterministic(k)
-            return index
+            return _prefix_choice(self.prefix, self.seen, k, kind, alternatives)
         return next(i for i, c in enumerate(costs) if ex.preemptions + c <= self.bound)
+
+
+def _prefix_choice(prefix: list[int], seen: list, k: int, kind: str,
+                   alternatives: list) -> int:
+    """Decision ``k`` of a followed prefix: its alternative index, after checking that the
+    execution offers what it offered when the prefix was recorded (``seen``)."""
+    index = prefix[k]
+    if index >= len(alternatives) or (k < len(seen) and seen[k] != (kind, alternatives)):
+        raise _nondeterministic(k)
+    return index
 
 
 def _nondeterministic(k: int) -> RuntimeError:
@@ -526,10 +532,7 @@ class _Sleeping:
     def choose(self, ex: Execution, kind: str, alternatives: list, costs: list[int]) -> int:
         k = len(ex.decisions)
         if k < len(self.prefix):
-            index = self.prefix[k]
-            if index >= len(alternatives) or (k < len(self.seen) and self.seen[k] != (
-                    kind, alternatives)):
-                raise _nondeterministic(k)
+            index = _prefix_choice(self.prefix, self.seen, k, kind, alternatives)
         elif kind != "thread" or not _SLEEP_SETS:
             index = 0
         else:
