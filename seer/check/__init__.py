@@ -26,17 +26,8 @@ from seer.check.explorer import (
     parse_schedule,
     replay,
 )
-from seer.check.scheduler import Barrier, ModelAccessor, Step, yield_now
+from seer.check.scheduler import Barrier, ModelAccessor, Step, name_words, yield_now
 from seer.check.stress import audit_claims, run_threads
-
-
-def name_words(words, *names: str):
-    """Name the words of an ``AtomicWords`` one by one in reports, interleavings and graphs
-    (``name_words(deque.words, "top", "bottom")``: word 0 is ``top``, word 1 ``bottom``;
-    words past the names keep ``name[i]``). Returns ``words``."""
-    words.index_names = list(names)
-    return words
-
 
 __all__ = [
     "REPLAY_ENV",

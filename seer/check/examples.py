@@ -29,7 +29,7 @@ runs on the fast path, under stress, and under :func:`seer.check.explore`.
 
 from __future__ import annotations
 
-from seer.check.scheduler import yield_now
+from seer.check.scheduler import name_words, yield_now
 from seer.queues.atomic import ACQUIRE, RELAXED, RELEASE, SEQ_CST, AtomicWords
 
 __all__ = ["CHASE_LEV_BUGS", "ChaseLev", "FreeList", "SpscRing", "chase_lev_check",
@@ -233,9 +233,8 @@ class ChaseLev:
             raise ValueError(f"ChaseLev has no planted bug {bug!r} (use one of "
                              f"{', '.join(CHASE_LEV_BUGS)})")
         self.capacity, self.bug = capacity, bug
-        self.words = AtomicWords(2 + capacity, name="deque")
-        self.words.index_names = ["top", "bottom",
-                                  *(f"buffer[{k}]" for k in range(capacity))]
+        self.words = name_words(AtomicWords(2 + capacity, name="deque"), "top", "bottom",
+                                *(f"buffer[{k}]" for k in range(capacity)))
 
     def handle(self) -> ChaseLevHandle:
         return ChaseLevHandle(self)

@@ -364,17 +364,23 @@ class Memory:
                 prev = repeats.get(loc)
                 repeats[loc] = (store, prev[1] + 1 if prev and prev[0] is store else 1)
 
-    def read(self, t: int, loc: int, store: Store, order: int) -> int:
-        """``t`` loads ``store`` (one of :meth:`readable`) with ``order``."""
-        ev = self._read_event(t, loc, order, store, "R")
-        self._add(ev)
-        store.readers.append(ev)
+    def _took(self, t: int, loc: int, store: Store, ev: Event, order: int) -> list[int]:
+        """``t``'s load or RMW ``ev`` has read ``store``: ``t``'s clock becomes the
+        event's, a relaxed read keeps the store's release clock for a later acquire fence,
+        and the access is recorded. Returns ``t``'s clock (the caller ticks it)."""
         clock = self.clocks[t]
         clock[:] = ev.clock
         if store.sync is not None and order not in _ACQUIRES:
             _join(self.pending_acquire[t], store.sync)
         self._record(t, loc, store, True)
-        clock[t] += 1
+        return clock
+
+    def read(self, t: int, loc: int, store: Store, order: int) -> int:
+        """``t`` loads ``store`` (one of :meth:`readable`) with ``order``."""
+        ev = self._read_event(t, loc, order, store, "R")
+        self._add(ev)
+        store.readers.append(ev)
+        self._took(t, loc, store, ev, order)[t] += 1
         return store.value
 
     def write(self, t: int, loc: int, initial: int, value: int, order: int,
@@ -401,11 +407,7 @@ class Memory:
         store.taken = True
         self._insert(stores, store.index + 1, ev.store)
         self.writers.append(t)
-        clock = self.clocks[t]
-        clock[:] = ev.clock
-        if store.sync is not None and order not in _ACQUIRES:
-            _join(self.pending_acquire[t], store.sync)
-        self._record(t, loc, store, True)
+        clock = self._took(t, loc, store, ev, order)
         self.accesses[loc].append((t, clock[t], ev.store))
         clock[t] += 1
         return store.value

@@ -448,8 +448,7 @@ class Execution:
                 if stores is not None and stores[-1].value == value:
                     seen[i] = value  # a store of the model (it keeps the array current)
                     continue
-                names = words.__dict__.get("index_names")
-                name = names[i] if names and i < len(names) else f"{words.name}[{i}]"
+                name = word_name(words, i)
                 expected = stores[-1].value if stores is not None else int(seen[i])
                 exc = UnmodelledWrite(name, t, value, expected)
                 self._fail("unmodelled write", exc, t)
@@ -548,6 +547,21 @@ def _taken_lock() -> threading.Lock:
     return lock
 
 
+def name_words(words: Any, *names: str) -> Any:
+    """Name the words of an ``AtomicWords`` one by one in reports, interleavings and graphs
+    (``name_words(deque.words, "top", "bottom")``: word 0 is ``top``, word 1 ``bottom``;
+    words past the names keep ``name[i]``). Returns ``words``."""
+    words.index_names = list(names)
+    return words
+
+
+def word_name(words: Any, i: int) -> str:
+    """Word ``i`` of ``words`` as reports name it: its :func:`name_words` name, else
+    ``name[i]``."""
+    names = words.__dict__.get("index_names")
+    return names[i] if names and i < len(names) else f"{words.name}[{i}]"
+
+
 class ModelAccessor(PythonRawOps):
     """The model path's accessor (``path == "model"``): every operation is a scheduling
     point and is performed in the execution's :class:`~seer.check.memory.Memory`; the
@@ -581,8 +595,7 @@ class ModelAccessor(PythonRawOps):
             with session.free_lock:  # a free-running session: one operation at a time
                 return perform(None, None, -1, i)
         loc = self._base + 8 * i
-        names = self._words.__dict__.get("index_names")
-        name = names[i] if names and i < len(names) else f"{self.name}[{i}]"
+        name = word_name(self._words, i)
         ex.memory.names[loc] = name
         op = Op(f"plain {kind}" if plain else kind, loc, name, write)
         if t == ex.memory.main:
