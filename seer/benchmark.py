@@ -361,6 +361,7 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
         specs.insert(0, ("serial", 1))
         labels.insert(0, "serial")
     first = make_model()
+    model_name = getattr(first, "name", type(first).__name__)
     actions = _actions_for(first, warmup + steps)
     top = max(threads for _kind, threads in specs)
     times = {label: RuntimeTimes(label, kind, threads)
@@ -389,8 +390,7 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
                 if r == 0 and label == "serial":  # before the other runtimes' rounds
                     caveat = check_events_ran(rt.events_run - before, steps,
                                               f"the benchmark timed {steps} step(s)",
-                                              getattr(first, "name", type(first).__name__),
-                                              warn=False)
+                                              model_name, warn=False)
                 bar.update()
             if result_ceiling is not None:
                 wall, cpu = _ceiling_round(make_model, top, seed, warmup, actions, steps)
@@ -405,9 +405,8 @@ def compare(make_model: Callable[[], Model], runtimes: Sequence[str], *, steps: 
         bar.close()
         for rt in built.values():
             rt.close()
-    name = name or getattr(first, "name", type(first).__name__)
-    return Comparison(name, steps, rounds, warmup, times, result_ceiling, capacity_before,
-                      capacity_now(max(2, top)), [caveat] if caveat else [])
+    return Comparison(name or model_name, steps, rounds, warmup, times, result_ceiling,
+                      capacity_before, capacity_now(max(2, top)), [caveat] if caveat else [])
 
 
 class _NoBar:

@@ -163,11 +163,11 @@ def _cmd_trace(args: argparse.Namespace) -> int:
             runtime.step(actions(t))
     trace = runtime.trace
     runs = trace.runs()
-    check_events_ran(sum(r["events"] for r in runs), args.steps,
-                     f"the trace holds {args.steps} step(s)", model.name, warn=False,
-                     nothing="nothing to show")
+    events = sum(r["events"] for r in runs)
+    check_events_ran(events, args.steps, f"the trace holds {args.steps} step(s)", model.name,
+                     warn=False, nothing="nothing to show")
     path = trace.save(args.out)
-    print(f"{path}: {len(runs)} entity runs, {sum(r['events'] for r in runs)} events on "
+    print(f"{path}: {len(runs)} entity runs, {events} events on "
           f"{len(trace.threads)} threads; open it in https://ui.perfetto.dev or "
           "chrome://tracing")
     if args.parallelism is not None:

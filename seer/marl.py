@@ -435,15 +435,8 @@ class SeerParallelEnv(ParallelEnv):
         if not agents:
             return
         if batch is not None:
-            if isinstance(actions, np.ndarray):
-                stacked: np.ndarray | None = actions
-            elif not _items_stack(actions, batch[1]):
-                stacked = None
-            else:
-                try:
-                    stacked = np.asarray(actions)
-                except (TypeError, ValueError, OverflowError):
-                    stacked = None
+            stacked = (_as_array(actions) if isinstance(actions, np.ndarray)
+                       or _items_stack(actions, batch[1]) else None)
             if stacked is not None and batch[0](stacked, len(agents)):
                 return
         action_spaces = self._action_spaces

@@ -106,13 +106,12 @@ def load_model(spec: str, kwargs: Mapping[str, Any] | None = None) -> Model:
     except (TypeError, ValueError):  # no signature to check (some builtins): the call tells
         signature = None
     if signature is not None:
-        params = signature.parameters
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            unknown = [k for k in kwargs if k not in params
-                       or params[k].kind in (params[k].POSITIONAL_ONLY, params[k].VAR_POSITIONAL)]
+        params = signature.parameters.values()
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            takes = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                          p.KEYWORD_ONLY)]
+            unknown = [k for k in kwargs if k not in takes]
             if unknown:  # a misspelt name first: "missing 'n_entities'" would hide it
-                takes = [n for n, p in params.items()
-                         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
                 raise ModelError(f"{what}: no argument named {', '.join(map(repr, unknown))}; "
                                  f"it takes {', '.join(takes) or 'none'}")
         try:
@@ -150,7 +149,7 @@ def model_factory(spec: str, words: Sequence[str], imports: Sequence[str] = (), 
     ``seer`` command that takes a model: the current directory on ``sys.path`` (as
     ``python -m`` does, so a user's own modules are found), each of ``imports`` imported,
     ``words`` parsed (:func:`parse_kwargs`) and ``extra`` added (a command's own options
-    for model arguments); returns a callable that builds a fresh model each time. The
+    for model arguments); returns a callable that builds a fresh model each time.
     Raises ImportError or :class:`ModelError`."""
     import os
     import sys

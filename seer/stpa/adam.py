@@ -63,7 +63,7 @@ class Adam:
             norm = clip_grad_norm_(params, self.max_grad_norm, foreach=False)
         steps = [self._steps[i].fill_(self.t - 1) for i in live]  # adam adds the 1
         with torch.no_grad():
-            adam(params, [p.grad for p in params], [self.m[i] for i in live],
+            adam(params, grads, [self.m[i] for i in live],
                  [self.v[i] for i in live], [], steps, foreach=False, amsgrad=False,
                  beta1=self.b1, beta2=self.b2, lr=self.lr, weight_decay=0.0, eps=self.eps,
                  maximize=False)
