@@ -1,7 +1,8 @@
 """``seer.check``: find, replay and explain concurrency bugs in lock-free code.
 
 The model path of :mod:`seer.queues.atomic` makes every atomic operation a scheduling
-point of a deterministic scheduler (:mod:`seer.check.scheduler`) and simulates its memory
+point of a deterministic scheduler (:mod:`seer.check.execution`; each modelled primitive
+is a module of its own, made by :mod:`seer.check.session`) and simulates its memory
 order (:mod:`seer.check.memory`); :func:`explore` runs a check's workers, as real Python
 threads one at a time, under every schedule a strategy picks (:mod:`seer.check.explorer`)
 and reports the first failure with a schedule that :func:`replay` reruns exactly.
@@ -12,6 +13,9 @@ find are in :mod:`seer.check.examples`. See ``docs/checking.md``.
     >>> report = explore(setup, worker_a, worker_b, invariant=check)   # doctest: +SKIP
 """
 
+from seer.check.accessor import ModelAccessor
+from seer.check.barrier import Barrier
+from seer.check.execution import Step, name_words, yield_now
 from seer.check.explorer import (
     REPLAY_ENV,
     STRATEGIES,
@@ -26,7 +30,6 @@ from seer.check.explorer import (
     parse_schedule,
     replay,
 )
-from seer.check.scheduler import Barrier, ModelAccessor, Step, name_words, yield_now
 from seer.check.stress import audit_claims, run_threads
 
 __all__ = [

@@ -29,7 +29,7 @@ runs on the fast path, under stress, and under :func:`seer.check.explore`.
 
 from __future__ import annotations
 
-from seer.check.scheduler import name_words, yield_now
+from seer.check.execution import name_words, yield_now
 from seer.queues.atomic import ACQUIRE, RELAXED, RELEASE, SEQ_CST, AtomicWords
 
 __all__ = ["CHASE_LEV_BUGS", "ChaseLev", "FreeList", "SpscRing", "chase_lev_check",

@@ -1,6 +1,6 @@
 """Exploring schedules: which executions to run, and what a failure looks like.
 
-:func:`explore` runs a check's executions (:mod:`seer.check.scheduler`) one after another,
+:func:`explore` runs a check's executions (:mod:`seer.check.execution`) one after another,
 each with a fresh set-up, until one fails or the strategy has nothing left:
 
 * ``"dfs"`` (the default): exhaustive depth-first search with *iterative preemption
@@ -45,7 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from seer.check.scheduler import Execution, Op, Session, SleepBlocked, Step
+from seer.check.execution import Execution, Op, SleepBlocked, Step
+from seer.check.session import Session
 from seer.queues import atomic
 
 __all__ = [
@@ -521,7 +522,7 @@ class _Sleeping:
     now), and stays asleep along a branch while the operations run are independent of
     its next one (Godefroid's sleep sets): running it there would only reorder
     independent operations of a schedule already run. When every thread that could run is
-    asleep the execution is given up (:class:`~seer.check.scheduler.SleepBlocked`).
+    asleep the execution is given up (:class:`~seer.check.execution.SleepBlocked`).
     ``sleeps`` gets each thread decision's sleep set."""
 
     def __init__(self, prefix: list[int], seen: list, explored: list, weak: bool) -> None:

@@ -43,9 +43,9 @@ from collections.abc import Callable
 from typing import Any
 
 from seer.check import queues
+from seer.check.barrier import Barrier
 from seer.check.explorer import Report
 from seer.check.queues import Check, _ev, intake_producer
-from seer.check.scheduler import Barrier
 from seer.queues.atomic import ACQUIRE, RELAXED, RELEASE
 from seer.queues.ms import MsIntakes, MsWorker
 

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from seer.check.barrier import Barrier
 from seer.check.explorer import Report, explore
-from seer.check.scheduler import Barrier
 from seer.events import make_event
 from seer.interprocess.ring import MpmcRing
 from seer.queues import NIL, LeqWorker, LocalEventQueues, ParallelExecutiveList
@@ -290,7 +290,7 @@ def ring_check(*, bug: str | None = None) -> Check:
     slots: every value received once, each producer's in order."""
     if bug not in (None, "relaxed-seq"):
         raise ValueError(f"ring_check has no planted bug {bug!r} (use 'relaxed-seq')")
-    from seer.check.scheduler import yield_now
+    from seer.check.execution import yield_now
 
     class State:
         def __init__(self) -> None:

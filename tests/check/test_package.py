@@ -1,9 +1,11 @@
 """What a student needs ships in the wheel: the explorer, the checks, the examples, the
 stress helper and the pytest option work from a built wheel installed into a fresh venv,
-run from outside the repository."""
+run from outside the repository. And the package keeps its shape: one modelled primitive a
+module, with imports that point one way."""
 
 from __future__ import annotations
 
+import ast
 import site
 import subprocess
 import sys
@@ -11,6 +13,11 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: seer.check's modelled primitives, a module each: each may import the scheduler core
+#: (``execution``) and the memory model, never another primitive or the session that
+#: makes them, and the core imports none of them.
+PRIMITIVES = frozenset({"accessor", "data", "lock", "barrier"})
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -61,3 +68,28 @@ def test_the_built_wheel_checks_from_outside_the_repo(tmp_path):
     assert "ring/relaxed-seq" in cli.stdout
     plugin = _run([str(python), "-m", "pytest", "--help"], outside)
     assert "--seer-replay" in plugin.stdout
+
+
+def _check_imports(module: str) -> set[str]:
+    """The ``seer.check`` modules that ``seer/check/<module>.py`` imports (those inside
+    functions too)."""
+    tree = ast.parse((ROOT / "seer" / "check" / f"{module}.py").read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seer.check."):
+            found.add(node.module.removeprefix("seer.check."))
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("seer.check.") for a in node.names
+                      if a.name.startswith("seer.check.")}
+    return found
+
+
+def test_the_model_path_has_one_primitive_a_module_and_imports_point_one_way():
+    assert _check_imports("execution") <= {"memory"}
+    for primitive in sorted(PRIMITIVES):
+        assert _check_imports(primitive) <= {"execution", "memory"}, primitive
+    assert _check_imports("session") <= {"execution", *PRIMITIVES}
+    # The old home only re-exports: every name it had still imports from it.
+    from seer.check import execution, scheduler, session
+    assert scheduler.Session is session.Session and scheduler.yield_now is execution.yield_now
+    assert _check_imports("scheduler") == {"execution", "session", *PRIMITIVES}
