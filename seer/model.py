@@ -19,6 +19,12 @@ A handler receives a :class:`Context` for the entity it runs on. It may write on
 start of the step, read-only) and ``ctx.rng`` (the entity's own generator), and expresses
 every effect on another entity as ``ctx.emit(target, delay, kind, payload)``. Keeping to
 this is what makes any thread count give results bit-identical to serial stepping.
+
+The contract is this module: :class:`Model`, :class:`StepInfo`, :class:`EntityGroups`,
+:class:`Context` (a handler's API) and :func:`sample_actions_of`, then
+:func:`compile_model`, which checks a model against it. What a model is compiled into (its
+:class:`ModelSpec`, the state arrays, the row class behind ``ctx.row``) is
+:mod:`seer.compile`; those names are importable from here as well.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ import bisect
 import inspect
 import math
 import operator
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +40,15 @@ from typing import Any
 
 import numpy as np
 
+# What a model is compiled into lives in seer.compile. The names imported "as" themselves
+# are not used here: they stay importable from seer.model, where the runtimes import them.
+from seer.compile import INIT_PARENT_SEQ, FieldSpec, ModelSpec, RowBase, StateArrays
+from seer.compile import NO_SNAPSHOT as NO_SNAPSHOT
+from seer.compile import SnapshotUnavailable as SnapshotUnavailable
+from seer.compile import allocate_state as allocate_state
+from seer.compile import make_row as make_row
+from seer.compile import make_row_class as make_row_class
+from seer.compile import read_only as read_only
 from seer.errors import (
     CausalityError,
     ContractError,
@@ -64,10 +78,6 @@ _scratch = threading.local()  # .buffers: (name, shape, dtype) -> this thread's 
 _ndarray = np.ndarray
 _tuple_new = tuple.__new__
 _index = operator.index
-
-#: ``ctx._seq`` while ``init_entity`` runs: a virtual parent of depth -1, so that zero-delay
-#: initial events get depth 0.
-INIT_PARENT_SEQ = -(1 << DEPTH_SHIFT)
 
 
 class Model:
@@ -306,331 +316,6 @@ class EntityGroups:
         return "EntityGroups(" + ", ".join(f"{n}={len(r)}" for n, r in self._ranges.items()) + ")"
 
 
-@dataclass(frozen=True, slots=True)
-class FieldSpec:
-    """One state field: ``shape`` is the per-entity row shape."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """A validated model, compiled into the lookup tables the runtimes' hot paths use."""
-
-    model: Model
-    name: str
-    n_entities: int
-    kinds: tuple[str, ...]
-    kind_ids: dict[Any, int]  # kind name or id -> id
-    handlers: tuple[Callable[[Context, Event], None], ...]
-    fields: tuple[FieldSpec, ...]
-    lookahead: float
-    step_length: float
-    agents: tuple[int, ...]
-    #: ``outputs`` takes a fourth argument (a :class:`StepInfo`).
-    outputs_take_info: bool = False
-    #: The model overrides ``step_outputs`` / ``init_episode``.
-    has_step_outputs: bool = False
-    has_init_episode: bool = False
-
-
-def _positive_finite(model: Model, attr: str, allow_zero: bool) -> float:
-    value = getattr(model, attr)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ModelError(f"{attr} of model {model.name!r} must be a number, got {value!r}") \
-            from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ModelError(f"{attr} of model {model.name!r} must be finite and {bound}, "
-                         f"got {value!r}")
-    return value
-
-
-def compile_model(model: Model) -> ModelSpec:
-    """Validate ``model`` and build its :class:`ModelSpec`; raise :class:`ModelError`
-    naming the offending attribute otherwise."""
-    if not isinstance(model, Model):
-        raise ModelError(f"expected a seer.Model instance, got {type(model).__name__}")
-    if not hasattr(model, "n_entities"):
-        raise ModelError(f"model {type(model).__name__} did not call Model.__init__")
-    name = model.name
-    kinds = tuple(model.kinds)
-    if not kinds:
-        raise ModelError(f"model {name!r} declares no event kinds (set kinds = (...))")
-    if len(set(kinds)) != len(kinds) or not all(isinstance(k, str) and k for k in kinds):
-        raise ModelError(f"kinds of model {name!r} must be distinct non-empty strings, "
-                         f"got {kinds!r}")
-    handlers = []
-    for k in kinds:
-        handler = getattr(model, "on_" + k, None)
-        if not callable(handler):
-            raise ModelError(f"model {name!r} declares kind {k!r} but has no handler "
-                             f"method on_{k}(self, ctx, event)")
-        handlers.append(handler)
-    kind_ids: dict[Any, int] = {}
-    for i, k in enumerate(kinds):
-        kind_ids[k] = i
-        kind_ids[i] = i
-    if model.action_kind is not None and model.action_kind not in kinds:
-        raise ModelError(f"action_kind {model.action_kind!r} of model {name!r} is not one of "
-                         f"its kinds {kinds!r}")
-
-    raw_fields = model.state_fields()
-    if not isinstance(raw_fields, Mapping):
-        raise ModelError(f"state_fields() of model {name!r} must return a mapping "
-                         "name -> (shape, dtype)")
-    fields = []
-    for fname, spec in raw_fields.items():
-        if not isinstance(fname, str) or not fname.isidentifier() or fname.startswith("_"):
-            raise ModelError(f"state field name {fname!r} of model {name!r} must be a public "
-                             "Python identifier")
-        try:
-            shape, dtype = spec
-            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-            shape = tuple(_index(s) for s in shape)
-            dtype = np.dtype(dtype)
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"state field {fname!r} of model {name!r} must be "
-                             f"(shape, dtype), got {spec!r}: {exc}") from None
-        if any(s < 1 for s in shape):
-            raise ModelError(f"state field {fname!r} of model {name!r} has a non-positive "
-                             f"dimension in shape {shape}")
-        if dtype.hasobject:
-            raise ModelError(f"state field {fname!r} of model {name!r} has object dtype; "
-                             "state must be plain numbers so it can be shared and compared")
-        if dtype.kind in "mMV":  # not every runtime can share them (a buffer refuses M, m)
-            raise ModelError(f"state field {fname!r} of model {name!r} has dtype {dtype}; "
-                             "fields hold bools, numbers or fixed-size strings (store a "
-                             "datetime or timedelta as an int64 count, a record as one "
-                             "field per member)")
-        fields.append(FieldSpec(fname, shape, dtype))
-    if not fields:
-        raise ModelError(f"model {name!r} declares no state fields")
-
-    agents = tuple(int(_index(a)) for a in model.agent_entities())
-    bad = [a for a in agents if not 0 <= a < model.n_entities]
-    if bad:
-        raise ModelError(f"agent_entities() of model {name!r} names entities outside "
-                         f"range({model.n_entities}): {bad[:5]}")
-    if len(set(agents)) != len(agents):
-        raise ModelError(f"agent_entities() of model {name!r} repeats an entity")
-
-    return ModelSpec(
-        outputs_take_info=_takes_info(model, name),
-        has_step_outputs=type(model).step_outputs is not Model.step_outputs,
-        has_init_episode=type(model).init_episode is not Model.init_episode,
-        model=model,
-        name=name,
-        n_entities=model.n_entities,
-        kinds=kinds,
-        kind_ids=kind_ids,
-        handlers=tuple(handlers),
-        fields=tuple(fields),
-        lookahead=_positive_finite(model, "lookahead", allow_zero=True),
-        step_length=_positive_finite(model, "step_length", allow_zero=False),
-        agents=agents,
-    )
-
-
-#: The most bytes numpy can index in one array.
-_MAX_ARRAY_BYTES = int(np.iinfo(np.intp).max)
-
-
-def allocate_state(spec: ModelSpec, copies: int = 1) -> list[dict[str, np.ndarray]]:
-    """``copies`` sets of the model's state arrays, zero-filled: per field, an array of shape
-    ``(n_entities, *field.shape)`` (a runtime keeps two: the live state and the step-start
-    snapshot).
-
-    A field too big raises :class:`ModelError` naming the model, the field, the array's
-    full shape, dtype and size, never numpy's bare ``MemoryError``: before anything is
-    allocated when the arrays cannot exist (numpy cannot index them) or would not fit in
-    this machine's memory, else when numpy's allocation fails."""
-    n = spec.n_entities
-    sizes = {f.name: n * math.prod(f.shape) * f.dtype.itemsize for f in spec.fields}
-    total = copies * sum(sizes.values())
-    memory = _physical_memory()
-    biggest = max(spec.fields, key=lambda f: sizes[f.name])
-    if max(sizes.values()) > _MAX_ARRAY_BYTES:
-        raise _field_too_big(spec, biggest, sizes[biggest.name],
-                             "more than numpy can index in one array")
-    if memory is not None and total > memory:
-        what = {1: "the state", 2: "the state and its step-start snapshot"}.get(
-            copies, f"{copies} copies of the state")
-        raise _field_too_big(spec, biggest, sizes[biggest.name],
-                             f"with every field, {what} would take {_size(total)}, more "
-                             f"than this machine's {_size(memory)} of memory")
-    out = []
-    for _ in range(copies):
-        arrays = {}
-        for f in spec.fields:
-            try:
-                arrays[f.name] = np.zeros((n, *f.shape), f.dtype)
-            except (MemoryError, ValueError) as exc:
-                raise _field_too_big(spec, f, sizes[f.name],
-                                     f"numpy could not allocate it ({type(exc).__name__}: "
-                                     f"{exc})") from None
-        out.append(arrays)
-    return out
-
-
-def _field_too_big(spec: ModelSpec, field: FieldSpec, nbytes: int, why: str) -> ModelError:
-    shape = (spec.n_entities, *field.shape)
-    return ModelError(
-        f"state field {field.name!r} of model {spec.name!r} is too big to allocate: an array "
-        f"of shape {shape} ({spec.n_entities} entities x row shape {field.shape}) of "
-        f"{field.dtype} is {_size(nbytes)} ({nbytes} bytes); {why}. A field's shape is the "
-        "shape of one entity's row: make it smaller, or use fewer entities")
-
-
-def _physical_memory() -> int | None:
-    """This machine's physical memory in bytes (None where the OS does not say)."""
-    try:
-        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-    return pages * page if pages > 0 and page > 0 else None
-
-
-def _size(nbytes: int) -> str:
-    """``nbytes`` for a person: ``32.0 TiB``."""
-    if nbytes < 1024:
-        return f"{nbytes} bytes"
-    size = float(nbytes)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        size /= 1024
-        if size < 1024:
-            return f"{size:.1f} {unit}"
-    return f"{size / 1024:.1f} PiB"
-
-
-def _takes_info(model: Model, name: str) -> bool:
-    """Whether ``model.outputs`` is ``outputs(entity, state, start, info)`` (four
-    positional parameters) rather than ``outputs(entity, state, start)``."""
-    try:
-        params = list(inspect.signature(model.outputs).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return True
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    if len(required) not in (3, 4) or len(positional) < 3:
-        raise ModelError(f"outputs() of model {name!r} must take (entity, state, start) or "
-                         f"(entity, state, start, info); it takes {len(positional)} arguments")
-    # A fourth parameter is the StepInfo when it has no default or is named info.
-    return len(required) == 4 or (len(positional) >= 4 and positional[3].name == "info")
-
-
-class StateArrays:
-    """Named full-state arrays (one row per entity), by attribute or by ``[name]``.
-
-    The runtime hands out read-only instances: ``ctx.snapshot`` (state at the step start)
-    and ``runtime.state`` (live state, read-only outside handlers).
-
-    The arrays are plain instance attributes, so ``state.busy`` is one specialised
-    attribute load. A ``__getattr__`` hook (a friendlier message for a missing field)
-    would make every load a call through the hook, about 10x slower, and on free-threaded
-    CPython the hook's lookup counts references to one shared function object, which
-    costs another 3x when two threads read state at once (``docs/performance.md``). A
-    missing field gets Python's own message, which names it and suggests the nearest
-    field. ``names`` lists the fields (a field named ``names`` is read as ``state["names"]``).
-    """
-
-    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
-        object.__setattr__(self, "_arrays", dict(arrays))
-        object.__setattr__(self, "_names", tuple(arrays))
-        for name, array in arrays.items():
-            object.__setattr__(self, name, array)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The field names, in declaration order."""
-        return self._names
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self._arrays[name]
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("state arrays cannot be rebound; write through ctx.row instead")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("state arrays cannot be removed")
-
-    def __repr__(self) -> str:
-        return f"StateArrays({', '.join(self.names)})"
-
-
-def read_only(array: np.ndarray) -> np.ndarray:
-    """A read-only view of ``array`` (the array itself stays writable)."""
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
-class RowBase:
-    """Base of the per-model row class: the fields of one entity, read and written by name.
-
-    Reading a scalar field (row shape ``()``) gives its *value* (a numpy scalar), so
-    ``old = row.hits; row.hits = 0`` keeps ``old``. Reading an array field gives a writable
-    view of the entity's row (``row.pos[0] += 1`` writes through; copy it to keep a value).
-    Assigning writes into the entity's state: ``row.hits += 1``, ``row.pos = new_pos``.
-    Assigning a name that is not a field raises AttributeError.
-    """
-
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        return "Row(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._fields) + ")"
-
-
-# The accessors are generated, as namedtuple does, so that each is one attribute load and
-# one index: a read of a scalar field costs about as much as a slot load.
-_ACCESSORS = """
-def scalar_get(self):
-    return self.{slot}[0]
-def scalar_set(self, value):
-    self.{slot}[0] = value
-def array_get(self):
-    return self.{slot}
-def array_set(self, value):
-    self.{slot}[...] = value
-"""
-
-
-def _field_property(field: FieldSpec) -> property:
-    namespace: dict[str, Any] = {"__name__": __name__}  # the accessors are this module's
-    exec(_ACCESSORS.format(slot="_f_" + field.name), namespace)
-    if field.shape == ():
-        return property(namespace["scalar_get"], namespace["scalar_set"],
-                        doc=f"scalar field {field.name!r} ({field.dtype})")
-    return property(namespace["array_get"], namespace["array_set"],
-                    doc=f"field {field.name!r}: a {field.shape} {field.dtype} view")
-
-
-def make_row_class(fields: Sequence[FieldSpec]) -> type[RowBase]:
-    """A row class for these fields: slots ``_f_<name>`` hold the entity's views (a
-    one-element view for scalar fields), properties ``<name>`` read and write them."""
-    namespace: dict[str, Any] = {"__slots__": tuple("_f_" + f.name for f in fields),
-                                 "_fields": tuple(f.name for f in fields)}
-    for f in fields:
-        namespace[f.name] = _field_property(f)
-    return type("Row", (RowBase,), namespace)
-
-
-def make_row(row_class: type[RowBase], arrays: Mapping[str, np.ndarray], entity: int) -> RowBase:
-    row = row_class.__new__(row_class)
-    for name in row_class._fields:
-        array = arrays[name]
-        view = array[entity:entity + 1] if array.ndim == 1 else array[entity, ...]
-        object.__setattr__(row, "_f_" + name, view)
-    return row
-
-
 class Context:
     """What a handler sees of the entity it runs on; one per entity, reused every event.
 
@@ -825,26 +510,6 @@ class Context:
                           target=target, delay=delay, emit_kind=kind)
 
 
-class SnapshotUnavailable:
-    """What ``ctx.snapshot`` is during ``init_entity``: any use says why it is missing."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        raise ModelError("ctx.snapshot is not available in init_entity: the boundary snapshot "
-                         "is taken once every entity is initialised. Use ctx.episode (see "
-                         "Model.init_episode) for shared initial data, or emit an event at "
-                         "t >= 0 that reads the snapshot")
-
-    __getitem__ = __getattr__
-
-    def __repr__(self) -> str:
-        return "<no snapshot during init_entity>"
-
-
-NO_SNAPSHOT = SnapshotUnavailable()
-
-
 def sample_actions_of(model: Any) -> Callable[[int], Any]:
     """The model's optional ``sample_actions(step)`` (each step's joint action, which the
     tools that run a model on their own use: ``seer verify``, ``seer bench``, ``seer
@@ -856,3 +521,122 @@ def sample_actions_of(model: Any) -> Callable[[int], Any]:
 
 def _no_actions(step: int) -> None:
     return None
+
+
+# -- checking a model against the contract -------------------------------------------------
+def _positive_finite(model: Model, attr: str, allow_zero: bool) -> float:
+    value = getattr(model, attr)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{attr} of model {model.name!r} must be a number, got {value!r}") \
+            from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ModelError(f"{attr} of model {model.name!r} must be finite and {bound}, "
+                         f"got {value!r}")
+    return value
+
+
+def compile_model(model: Model) -> ModelSpec:
+    """Validate ``model`` and build its :class:`ModelSpec`; raise :class:`ModelError`
+    naming the offending attribute otherwise."""
+    if not isinstance(model, Model):
+        raise ModelError(f"expected a seer.Model instance, got {type(model).__name__}")
+    if not hasattr(model, "n_entities"):
+        raise ModelError(f"model {type(model).__name__} did not call Model.__init__")
+    name = model.name
+    kinds = tuple(model.kinds)
+    if not kinds:
+        raise ModelError(f"model {name!r} declares no event kinds (set kinds = (...))")
+    if len(set(kinds)) != len(kinds) or not all(isinstance(k, str) and k for k in kinds):
+        raise ModelError(f"kinds of model {name!r} must be distinct non-empty strings, "
+                         f"got {kinds!r}")
+    handlers = []
+    for k in kinds:
+        handler = getattr(model, "on_" + k, None)
+        if not callable(handler):
+            raise ModelError(f"model {name!r} declares kind {k!r} but has no handler "
+                             f"method on_{k}(self, ctx, event)")
+        handlers.append(handler)
+    kind_ids: dict[Any, int] = {}
+    for i, k in enumerate(kinds):
+        kind_ids[k] = i
+        kind_ids[i] = i
+    if model.action_kind is not None and model.action_kind not in kinds:
+        raise ModelError(f"action_kind {model.action_kind!r} of model {name!r} is not one of "
+                         f"its kinds {kinds!r}")
+
+    raw_fields = model.state_fields()
+    if not isinstance(raw_fields, Mapping):
+        raise ModelError(f"state_fields() of model {name!r} must return a mapping "
+                         "name -> (shape, dtype)")
+    fields = []
+    for fname, spec in raw_fields.items():
+        if not isinstance(fname, str) or not fname.isidentifier() or fname.startswith("_"):
+            raise ModelError(f"state field name {fname!r} of model {name!r} must be a public "
+                             "Python identifier")
+        try:
+            shape, dtype = spec
+            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            shape = tuple(_index(s) for s in shape)
+            dtype = np.dtype(dtype)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"state field {fname!r} of model {name!r} must be "
+                             f"(shape, dtype), got {spec!r}: {exc}") from None
+        if any(s < 1 for s in shape):
+            raise ModelError(f"state field {fname!r} of model {name!r} has a non-positive "
+                             f"dimension in shape {shape}")
+        if dtype.hasobject:
+            raise ModelError(f"state field {fname!r} of model {name!r} has object dtype; "
+                             "state must be plain numbers so it can be shared and compared")
+        if dtype.kind in "mMV":  # not every runtime can share them (a buffer refuses M, m)
+            raise ModelError(f"state field {fname!r} of model {name!r} has dtype {dtype}; "
+                             "fields hold bools, numbers or fixed-size strings (store a "
+                             "datetime or timedelta as an int64 count, a record as one "
+                             "field per member)")
+        fields.append(FieldSpec(fname, shape, dtype))
+    if not fields:
+        raise ModelError(f"model {name!r} declares no state fields")
+
+    agents = tuple(int(_index(a)) for a in model.agent_entities())
+    bad = [a for a in agents if not 0 <= a < model.n_entities]
+    if bad:
+        raise ModelError(f"agent_entities() of model {name!r} names entities outside "
+                         f"range({model.n_entities}): {bad[:5]}")
+    if len(set(agents)) != len(agents):
+        raise ModelError(f"agent_entities() of model {name!r} repeats an entity")
+
+    return ModelSpec(
+        outputs_take_info=_takes_info(model, name),
+        has_step_outputs=type(model).step_outputs is not Model.step_outputs,
+        has_init_episode=type(model).init_episode is not Model.init_episode,
+        model=model,
+        name=name,
+        n_entities=model.n_entities,
+        kinds=kinds,
+        kind_ids=kind_ids,
+        handlers=tuple(handlers),
+        fields=tuple(fields),
+        lookahead=_positive_finite(model, "lookahead", allow_zero=True),
+        step_length=_positive_finite(model, "step_length", allow_zero=False),
+        agents=agents,
+    )
+
+
+def _takes_info(model: Model, name: str) -> bool:
+    """Whether ``model.outputs`` is ``outputs(entity, state, start, info)`` (four
+    positional parameters) rather than ``outputs(entity, state, start)``."""
+    try:
+        params = list(inspect.signature(model.outputs).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    if len(required) not in (3, 4) or len(positional) < 3:
+        raise ModelError(f"outputs() of model {name!r} must take (entity, state, start) or "
+                         f"(entity, state, start, info); it takes {len(positional)} arguments")
+    # A fourth parameter is the StepInfo when it has no default or is named info.
+    return len(required) == 4 or (len(positional) >= 4 and positional[3].name == "info")

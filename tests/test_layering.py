@@ -20,8 +20,8 @@ CHECKED = ("seer", "workloads", "bench", "examples")
 
 #: seer's top modules that the subpackages build on. Every other top module of seer
 #: (``seer.cli``, ``seer.distributed``, ``seer.marl``...) is a front end.
-BASE = frozenset({"busywork", "errors", "events", "interrupts", "model", "platform", "runtime",
-                  "serial", "specs", "testing", "trace"})
+BASE = frozenset({"busywork", "compile", "errors", "events", "interrupts", "model", "platform",
+                  "runtime", "serial", "specs", "testing", "trace"})
 
 SEER_LAYERS = ("base", "queues", "interprocess", "sched", "check", "stpa", "facade",
                "front")

@@ -113,9 +113,9 @@ def test_a_field_too_big_to_allocate_is_named(runtime):
 
 def test_a_failed_allocation_is_named(monkeypatch):
     """Where the machine's memory is unknown, numpy's own failure is wrapped."""
-    import seer.model
+    import seer.compile
 
-    monkeypatch.setattr(seer.model, "_physical_memory", lambda: None)
+    monkeypatch.setattr(seer.compile, "_physical_memory", lambda: None)
     m = Minimal(4)
     m.fields = {"grid": ((2**29, 2**29), np.uint8)}  # 2**60 bytes: beyond any address space
     with pytest.raises(seer.ModelError, match=r"state field 'grid' of model 'Minimal' is too "
