@@ -32,7 +32,7 @@ import numpy as np
 import seer
 from seer.check.stress import audit_claims  # the claim audit ships in the package
 from seer.queues.pel import ParallelExecutiveList, segment_word
-from seer.sched import Assignment, DualQueueRuntime, register_runtime
+from seer.sched import Assignment, SeerRuntime, register_runtime
 from seer.testing import RandomModel, assert_equivalent
 from seer.trace import Trace, plot_gantt
 
@@ -129,8 +129,8 @@ class LocalitySteal(Assignment):
 
 # -- 3. the runtime: the shared machinery with this assignment -------------------------------
 @register_runtime
-class LocalityRuntime(DualQueueRuntime):
-    """Runtime ``locality``: :class:`DualQueueRuntime` with :class:`LocalitySteal`."""
+class LocalityRuntime(SeerRuntime):
+    """Runtime ``locality``: :class:`SeerRuntime` with :class:`LocalitySteal`."""
 
     name = "locality"
     default_assignment = LocalitySteal()  # stateless, so one instance can serve every runtime

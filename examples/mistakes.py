@@ -19,7 +19,7 @@ import numpy as np
 import seer
 from examples.locality_steal import LocalityClaimer, LocalitySteal, audit_claims
 from seer.busywork import BusyWork
-from seer.sched import DualQueueRuntime
+from seer.sched import SeerRuntime
 from seer.testing import RandomModel, assert_equivalent, assert_states_identical
 
 __all__ = ["MISTAKES", "FullChunksOnly", "LiveNeighbour", "Overlapping", "PlainRead", "main"]
@@ -110,7 +110,7 @@ def _equivalence(claimer: type[LocalityClaimer], threads: int = 2, models: int =
         model = RandomModel(200, seed=s, fanout=3, lookahead=0.0 if s % 2 else 0.25,
                             cost_us=20.0)
         try:
-            assert_equivalent(lambda m: DualQueueRuntime(m, threads=threads,
+            assert_equivalent(lambda m: SeerRuntime(m, threads=threads,
                                                          assignment=buggy(claimer)),
                               model, seeds=[s], steps=5)
         except Exception as exc:  # AssertionError, or a HandlerError from the model
@@ -144,7 +144,7 @@ def full_chunks_only() -> list[str]:
 
     lines = [_audit(FullChunksOnly, 2, 40), _equivalence(FullChunksOnly)]
     try:  # a model without RandomModel's own time check
-        assert_equivalent(lambda m: DualQueueRuntime(m, threads=2,
+        assert_equivalent(lambda m: SeerRuntime(m, threads=2,
                                                      assignment=buggy(FullChunksOnly)),
                           BenchModel(300), seeds=[0], steps=4)
     except AssertionError as exc:

@@ -31,17 +31,7 @@ from seer.events import Event
 from seer.model import Context, EntityGroups, Model, StateArrays, StepInfo
 from seer.platform import GILWarning, cpu_count, free_threaded_build, gil_disabled
 from seer.runtime import Runtime, StepResult
-from seer.sched import (
-    DualQueueRuntime,
-    ExecutorRuntime,
-    GlobalQueueRuntime,
-    OptimisticRuntime,
-    SeerRuntime,
-    StaticBlockRuntime,
-    StaticRuntime,
-    make_runtime,
-    register_runtime,
-)
+from seer.sched import SeerRuntime, make_runtime, register_runtime
 from seer.sched.assignment import register_assignment
 from seer.serial import SerialRuntime
 
@@ -59,12 +49,23 @@ def _stpa_chooser(model: Model, runtime: str) -> tuple[int, dict]:
 _register_thread_chooser(_stpa_chooser)
 
 
+#: The peers' classes, loaded from seer.peers when first named here (``seer.StaticRuntime``).
+_PEERS = frozenset({"StaticRuntime", "StaticBlockRuntime", "SeerMsRuntime",
+                    "GlobalQueueRuntime", "ExecutorRuntime", "OptimisticRuntime"})
+
+
 def __getattr__(name: str) -> object:
-    """``seer.stpa`` without importing it first, as before it loaded on first use."""
+    """What ``import seer`` does not load, on first use: ``seer.stpa``, and the peers'
+    classes (:mod:`seer.peers`); ``DualQueueRuntime``, SEER's runtime's former name
+    (deprecated: ``SeerRuntime``)."""
     if name == "stpa":
         import seer.stpa
 
         return seer.stpa
+    if name in _PEERS or name == "DualQueueRuntime":
+        import seer.sched
+
+        return getattr(seer.sched, name)
     raise AttributeError(f"module 'seer' has no attribute {name!r}")
 
 __version__ = "0.1.0"
@@ -73,13 +74,10 @@ __all__ = [
     "CausalityError",
     "Context",
     "ContractError",
-    "DualQueueRuntime",
     "EntityGroups",
     "Event",
-    "ExecutorRuntime",
     "FewEventsWarning",
     "GILWarning",
-    "GlobalQueueRuntime",
     "HandlerError",
     "IsolationError",
     "LookaheadError",
@@ -88,7 +86,6 @@ __all__ = [
     "ModelError",
     "NoEventsError",
     "NonFiniteTimeError",
-    "OptimisticRuntime",
     "PendingEventsError",
     "Runtime",
     "RuntimeStateError",
@@ -96,8 +93,6 @@ __all__ = [
     "SeerRuntime",
     "SerialRuntime",
     "StateArrays",
-    "StaticBlockRuntime",
-    "StaticRuntime",
     "StepInfo",
     "StepLimitError",
     "StepResult",

@@ -41,11 +41,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from seer.blas import blas_cap
 from seer.errors import ModelError, check_events_ran
 from seer.model import Model, sample_actions_of
 from seer.runtime import Runtime
 from seer.sched import make_runtime
-from seer.sched.blas import blas_cap
 from seer.specs import add_model_arguments, non_negative_int, output_file, positive_int
 
 __all__ = ["Ceiling", "Comparison", "RuntimeTimes", "capacity_now", "compare", "on_threads",
@@ -458,7 +458,7 @@ def add_subcommand(sub: Any) -> None:
 def _runtime_arg(text: str) -> str:
     import argparse
 
-    from seer.sched.threaded import validate_threads
+    from seer.runtime import validate_threads
 
     try:
         _kind, threads = parse_runtime(text)

@@ -1,10 +1,28 @@
-"""What every runtime shares: state ownership, seeding, snapshots, actions and outputs.
+"""The runtime base: what every runtime shares, and the whole of a step but its events.
 
-A runtime subclass supplies only the event machinery: where emitted events go
-(``_make_push``), how external events are queued (``_push_external``), how pending events
-are dropped (``_clear_events``) and how the events of ``[τ_t, τ_{t+1})`` are run
-(``_run``). Everything that decides *results* lives here, once, so that all runtimes agree
-on it by construction (``docs/design.md``, "The runtime hierarchy").
+A step reads in two files: this one (``Runtime.step``: check the actions, take the
+snapshot, ``prepare_step``, hand the actions over, run the events, outputs) and the
+runtime's own (how its events run: :mod:`seer.serial`, or SEER's
+:mod:`seer.sched.dual_queue`). ``docs/architecture.md``, "Read one step", walks it.
+
+A runtime supplies only its event machinery, through these hooks (each overridden at most
+once below this class):
+
+* ``_make_push(e)``: where entity ``e``'s emits go;
+* ``_push_externals(batch)``: queue a step's action events;
+* ``_clear_events()``: drop every pending event (an episode starts);
+* ``_run(t_end)``: run every pending event with τ < ``t_end`` in an order equivalent to
+  κ order;
+* ``_pending()``: how many events wait for later steps, and the earliest one's κ;
+
+and, where it has them, ``_outputs()`` (outputs computed in parallel),
+``_resize_threads(threads)``, ``_restart_threads()`` (threads other than a
+:class:`~seer.sched.pool.WorkerPool`), ``_stop_threads()`` (more than the abort flag to
+set) and ``stats``. Everything that decides *results* lives here, once, so all runtimes
+agree on it by construction: state, seeding, snapshots, actions, outputs, errors. So
+does what every multi-threaded runtime needs around its threads: the thread count
+(:func:`validate_threads`), the abort flag, Ctrl-C, BLAS's own threads, replacing threads
+after a failed step, and releasing them (``docs/design.md``, "The runtime hierarchy").
 
 Names. The runtimes' code gives each concept one name, the one ``docs/design.md`` uses:
 ``e`` an entity id (``entities`` several, ``n`` how many the model has), ``ev`` an event
@@ -21,14 +39,17 @@ keep their documented spelling (``Calendar.add(tau, seq, entity)``, ``outputs(en
 from __future__ import annotations
 
 import threading
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 import seer.interrupts as interrupts
+from seer.actions import ActionBatch, action_batch
+from seer.blas import blas_cap
 from seer.errors import (
     ContractError,
     HandlerError,
@@ -38,10 +59,21 @@ from seer.errors import (
     RuntimeStateError,
     SeerError,
     StepLimitError,
+    describe,
     event_of,
     tag_event,
 )
-from seer.events import COUNTER_LIMIT, ORIGIN_SHIFT, Event, seq_is_emitted, seq_origin
+from seer.events import Event, seq_origin
+from seer.limits import (
+    DEFAULT_EVENTS_PER_ENTITY,
+    DEFAULT_MIN_EVENTS,
+    NO_LIMIT,
+    default_event_limit,
+    event_limit,
+    limit_text,
+    step_limit_error,
+    step_limit_message,
+)
 from seer.model import (
     INIT_PARENT_SEQ,
     NO_SNAPSHOT,
@@ -56,14 +88,26 @@ from seer.model import (
     make_row_class,
     read_only,
 )
+from seer.platform import warn_if_gil_enabled
 from seer.trace import Trace
 
-__all__ = ["DEFAULT_EVENTS_PER_ENTITY", "DEFAULT_MIN_EVENTS", "ActionBatch", "Runtime",
-           "StepResult", "default_event_limit", "run_event", "step_limit_error"]
+__all__ = ["DEFAULT_EVENTS_PER_ENTITY", "DEFAULT_MIN_EVENTS", "MAX_THREADS", "ActionBatch",
+           "Runtime", "StepResult", "child_seed", "default_event_limit", "run_event",
+           "step_limit_error", "validate_threads"]
 
 _NEW, _READY, _FAILED, _BROKEN, _CLOSED = "new", "ready", "failed", "broken", "closed"
-_NO_KIND = object()  # no action kind checked yet
-_tuple_new = tuple.__new__  # Event without its keyword-handling constructor (a C call)
+
+#: Upper bound on threads per runtime (arena slabs and PEL segments are planned for it).
+MAX_THREADS = 256
+
+
+def validate_threads(threads: Any) -> int:
+    """``threads`` as an int in ``1..MAX_THREADS``, or :class:`~seer.errors.ModelError`:
+    one rule, one cap, one error type for every runtime and for ``resize``."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or \
+            not 1 <= threads <= MAX_THREADS:
+        raise ModelError(f"threads must be an int in 1..{MAX_THREADS}, got {threads!r}")
+    return threads
 
 
 @dataclass(slots=True)
@@ -103,56 +147,55 @@ def run_event(handlers: tuple[Callable[[Context, Event], None], ...], ctx: Conte
         raise
 
 
-class ActionBatch:
-    """A step's checked action events as columns: event ``i`` is ``(t0, seqs[i],
-    entities[i], kinds[i], payloads[i])``, in the order the model gave them.
-    ``distinct``: no entity has two of them."""
-
-    __slots__ = ("distinct", "entities", "entity_array", "kinds", "payloads", "seq_array",
-                 "seqs", "t0")
-
-    def __init__(self, t0: float) -> None:
-        self.t0 = t0
-        self.entities: list[int] = []
-        self.entity_array = np.empty(0, np.int64)  # the entities, as an array
-        self.seqs: list[int] = []
-        self.seq_array = np.empty(0, np.int64)  # the seqs, as an array
-        self.kinds: list[int] = []
-        self.payloads: list[Any] = []
-        self.distinct = True
-
-    def __len__(self) -> int:
-        return len(self.entities)
-
-    def event(self, i: int) -> Event:
-        """Event ``i``, as an :class:`Event` tuple."""
-        return _tuple_new(Event, (self.t0, self.seqs[i], self.entities[i], self.kinds[i],
-                                  self.payloads[i]))
-
-    def events(self) -> list[Event]:
-        """All the events, as :class:`Event` tuples (:meth:`event` for each, in one pass)."""
-        t0 = self.t0
-        return [_tuple_new(Event, (t0, seq, e, k, payload)) for seq, e, k, payload
-                in zip(self.seqs, self.entities, self.kinds, self.payloads, strict=True)]
-
 
 class Runtime(ABC):
-    """Common interface: ``reset(seed)``, ``step(actions)``, ``close()``; also a context
-    manager. ``state`` gives read-only views of the live entity state.
+    """Common interface: ``reset(seed)``, ``step(actions)``, ``resize(threads)``,
+    ``close()``; also a context manager. ``state`` gives read-only views of the live
+    entity state.
 
     ``max_events_per_step`` (every runtime's constructor, and ``make_runtime``): a step
     that runs more events raises :class:`~seer.errors.StepLimitError` (the runtime then
     needs ``reset``). None, the default, is :func:`default_event_limit` of the model's
     entity count, far above what real models run, so that a runaway step (a self-loop with
-    a tiny delay) always ends; an int ``N >= 1`` is that limit; 0 turns the guard off."""
+    a tiny delay) always ends; an int ``N >= 1`` is that limit; 0 turns the guard off.
+
+    ``threads``: the OS threads a step runs on, the caller's included (``1..MAX_THREADS``;
+    a runtime with ``parallel = False`` runs on one)."""
 
     #: The runtime's name, as given to :func:`seer.make_runtime`.
     name: ClassVar[str] = "abstract"
+    #: Whether the runtime runs a step on several threads: if so, it takes ``threads``,
+    #: caps BLAS while it steps, refuses ``debug`` (its checks would race), and reports its
+    #: threads and windows in ``stats``.
+    parallel: ClassVar[bool] = True
     #: What STPA measured and predicted when the runtime was built with threads="auto".
     stpa: dict[str, Any] | None = None
 
-    def __init__(self, model: Model, *, debug: bool = False,
+    def __init__(self, model: Model, *, threads: int = 1, debug: bool = False,
                  max_events_per_step: int | None = None, trace: bool | Trace = False) -> None:
+        self._threads = validate_threads(threads)
+        if debug and self.parallel:
+            raise ModelError(f"debug mode (isolation checks) is only available in "
+                             f"SerialRuntime; {type(self).__name__} would race on them")
+        if not self.parallel and threads != 1:
+            raise ModelError(f"{type(self).__name__} runs on one thread, got threads={threads!r}")
+        #: The abort flag: a plain attribute that the coordinator or a failing thread sets
+        #: and every thread reads between chunks of work, so a window stops early after an
+        #: error or Ctrl-C (a stale read only costs one more chunk).
+        self._abort = False
+        #: KeyboardInterrupts a pool wait takes before it gives up on threads that do not
+        #: come back, when no guard records Ctrl-C (off the main thread, or the program's
+        #: own SIGINT handler); with a guard, the pool counts the guard's hits instead.
+        self._give_up_after = 2
+        self._blas_threads: int | None = 1 if self.parallel else None
+        #: The worker pool (:meth:`_use_pool`), or None; ``_homed[index]``: the entities
+        #: whose generators thread ``index`` makes at ``reset`` (empty: the caller makes all).
+        self._pool: Any = None
+        self._homed: list[list[int]] = []
+        self._finalizer: weakref.finalize | None = None
+        #: Extra names for ``stats`` and thread names (SEER's assignment and queues).
+        self._labels: dict[str, str] = {}
+        self.windows_run = 0
         self.spec: ModelSpec = compile_model(model)
         self.model = model
         self.debug = bool(debug)
@@ -164,8 +207,8 @@ class Runtime(ABC):
         n = self.spec.n_entities
         #: The step's event limit in force: an int >= 1, or 0 for no limit. The constructor's
         #: ``max_events_per_step``: None (the default) gives :func:`default_event_limit`.
-        self.max_events_per_step = _event_limit(max_events_per_step, n)
-        self._limit_text = _limit_text(max_events_per_step, self.max_events_per_step, n)
+        self.max_events_per_step = event_limit(max_events_per_step, n)
+        self._limit_text = limit_text(max_events_per_step, self.max_events_per_step, n)
         self._status = _NEW
         self._step_index = 0
         self.events_run = 0
@@ -190,22 +233,19 @@ class Runtime(ABC):
         self._op_running: str | None = None
         self._interrupted = False  # a Ctrl-C arrived during the running operation
         self._broken = ""
+        if self.parallel:
+            warn_if_gil_enabled(threads)
 
-    # -- subclass hooks ---------------------------------------------------------------
+    # -- the event machinery: what a runtime supplies ------------------------------------
     @abstractmethod
     def _make_push(self, e: int) -> Callable[[Event], Any]:
         """The callable that ``emit`` of entity ``e``'s context hands each new event to."""
 
     @abstractmethod
-    def _push_external(self, ev: Event) -> None:
-        """Queue an action/injected event (called on the caller's thread, between steps)."""
-
     def _push_externals(self, batch: ActionBatch) -> None:
-        """Queue a step's action events (default: :meth:`_push_external` for each); the
-        coordinator runs this alone, so runtimes queue them in one batch where they can."""
-        push = self._push_external
-        for ev in batch.events():
-            push(ev)
+        """Queue a step's action events (on the caller's thread, before ``_run``; the
+        runtime queues them in one batch where it can, or leaves making them to its
+        threads)."""
 
     @abstractmethod
     def _clear_events(self) -> None:
@@ -218,10 +258,16 @@ class Runtime(ABC):
         An exception from a handler is tagged with its event (:func:`run_event`) and
         passed to :meth:`_raise_failure`."""
 
+    @abstractmethod
+    def _pending(self) -> tuple[int, tuple[float, int] | None]:
+        """How many events are scheduled for later steps, and the κ of the earliest one
+        (None when there is none)."""
+
     # -- public API ---------------------------------------------------------------------
     @property
     def threads(self) -> int:
-        return 1
+        """The threads a step runs on, the caller's included."""
+        return self._threads
 
     @property
     def step_index(self) -> int:
@@ -232,6 +278,11 @@ class Runtime(ABC):
     def time(self) -> float:
         """Model time τ_t of the next step's start."""
         return self._step_index * self.spec.step_length
+
+    @property
+    def pending(self) -> int:
+        """Events scheduled for later steps (after a step has completed)."""
+        return self._pending()[0]
 
     def reset(self, seed: int | np.random.SeedSequence | None = None) -> StepResult:
         """Start an episode: zero the state, seed one Generator per entity from
@@ -262,8 +313,16 @@ class Runtime(ABC):
                 f"{type(self).__name__}.step() needs reset() first"
                 + (" (the previous step failed or was interrupted)"
                    if self._status == _FAILED else ""))
-        batch = self._actions(actions, self._step_index * self.spec.step_length)
+        batch = action_batch(self.model, self.spec, actions,
+                             self._step_index * self.spec.step_length,
+                             self._external_counters, self._action_marks)
         return self._guarded(self._step, batch)
+
+    def resize(self, threads: int) -> None:
+        """Change the thread count between steps (results do not depend on it). Refused
+        like any operation while another thread is inside ``reset``/``step``; a runtime
+        that runs on one thread takes only 1."""
+        self._operate("resize", self._resize_checked, threads)
 
     def close(self) -> None:
         """Release resources; the runtime cannot be used afterwards. Idempotent.
@@ -276,10 +335,57 @@ class Runtime(ABC):
     def _close(self, _: None) -> None:
         if self._status != _CLOSED:
             self._status = _CLOSED
-            self._release()
+            if self._finalizer is not None:
+                self._finalizer()  # stops the threads
 
-    def _release(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
-        """Release what the runtime holds (threads); called once, by ``close``."""
+    @property
+    def blas_threads(self) -> int | None:
+        """BLAS threads while ``reset``/``step`` run (default 1 for a parallel runtime;
+        None, a one-thread runtime's default: BLAS as it is set outside); restored when the
+        call returns. See :mod:`seer.blas`."""
+        return self._blas_threads
+
+    @blas_threads.setter
+    def blas_threads(self, value: int | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise ModelError(f"blas_threads must be an int >= 1 or None, got {value!r}")
+        self._blas_threads = value
+
+    @property
+    def pool(self) -> Any:
+        """The worker pool (:class:`~seer.sched.pool.WorkerPool`), for runtimes that have
+        one (None otherwise)."""
+        return self._pool
+
+    def worker_stats(self) -> list[dict[str, Any]]:
+        """Per-thread counters (events, entities, CAS retries, steals, arena-full fallbacks,
+        busy/idle/CPU time); empty for runtimes without a worker pool."""
+        return [s.as_dict() for s in self._pool.stats] if self._pool is not None else []
+
+    def stats_labels(self) -> dict[str, str]:
+        """Names that describe this runtime (in ``stats`` and in thread names)."""
+        return {"runtime": self.name, **self._labels}
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counters since the last reset: events run, events emitted, cross-entity emits;
+        a parallel runtime adds its labels, threads and windows."""
+        counters = {
+            "events_run": self.events_run,
+            "emitted": sum(c._counter for c in self._contexts),
+            "cross_entity": sum(c._cross for c in self._contexts),
+        }
+        if not self.parallel:
+            return counters
+        return {**self.stats_labels(), "threads": self._threads, **counters,
+                "windows": self.windows_run}
 
     # -- one operation at a time ---------------------------------------------------------
     def _operate(self, name: str, body: Callable[[Any], Any], arg: Any) -> Any:
@@ -311,12 +417,41 @@ class Runtime(ABC):
         return interrupts.leave(guard, result)
 
     def _on_interrupt(self) -> None:
-        """The first Ctrl-C of an operation arrived (parallel runtimes stop their threads)."""
+        """The first Ctrl-C of an operation arrived: stop the threads after their chunk."""
         self._interrupted = True
+        self._stop_threads()
 
-    def _guarded(self, operation: Callable[[Any], StepResult], arg: Any) -> StepResult:
-        """Run ``operation(arg)`` (a reset or a step); parallel runtimes defer Ctrl-C here."""
-        return operation(arg)
+    def _guarded(self, operation: Callable[[Any], Any], arg: Any) -> Any:
+        """Run a reset or step with BLAS capped (:attr:`blas_threads`) and the pool hot.
+        Ctrl-C is guarded by the operation (:mod:`seer.interrupts`): the first one stops
+        the threads after their current chunk (:meth:`_stop_threads`) and the step raises
+        KeyboardInterrupt once they have; while the caller waits for threads that do not
+        come back (a handler that never returns), a second one stops the wait and the
+        runtime becomes unusable (see :meth:`_abandon`). After any failure the threads are
+        replaced (:meth:`_restart_threads`)."""
+        pool = self._pool
+        try:
+            with blas_cap(self._blas_threads):
+                if pool is not None:
+                    pool.hot = True  # the step's windows follow each other closely
+                try:
+                    return operation(arg)
+                finally:
+                    if pool is not None:
+                        pool.hot = False  # the caller's own code runs next: park soon
+        except BaseException:
+            self._mark_failed()  # even if the operation had finished: reset before going on
+            if pool is not None and pool.stuck:
+                self._abandon(pool.stuck)
+            elif self._status != _BROKEN:
+                try:
+                    self._restart_threads()
+                except BaseException as restart_exc:
+                    # Threads and per-thread state may now disagree: no further step.
+                    self._break(f"its threads could not be replaced after a failed "
+                                f"operation ({type(restart_exc).__name__}: "
+                                f"{describe(restart_exc)}); build a new runtime")
+            raise
 
     def _reset(self, seed_seq: np.random.SeedSequence) -> StepResult:
         self._status = _FAILED  # until the reset completes
@@ -325,6 +460,7 @@ class Runtime(ABC):
             a.fill(0)
         self._step_index = 0
         self.events_run = 0
+        self.windows_run = 0
         self._external_counters[:] = 0
         n = self.spec.n_entities
         # Children by explicit spawn key (what seed_seq.spawn(n) gives a fresh
@@ -362,10 +498,24 @@ class Runtime(ABC):
 
     def _seed_generators(self, seed_seq: np.random.SeedSequence) -> None:
         """Give every entity's context its generator, seeded by ``seed_seq``'s child of the
-        entity's id (parallel runtimes make each one on the thread that will draw from
-        it: see :meth:`seer.sched.threaded.ThreadedRuntime._seed_generators_on`)."""
-        for ctx in self._contexts:
-            ctx.rng = np.random.default_rng(child_seed(seed_seq, ctx.id))
+        entity's id (the same draws on every runtime). With a pool and homes
+        (``_homed``), the generators of ``_homed[index]`` are made on pool thread
+        ``index``: generators made one after another by one thread sit side by side in
+        memory, and every draw writes the generator's state, so two threads drawing from
+        neighbours would share cache lines (seeding on every thread also makes ``reset``
+        faster). Otherwise the caller makes them all."""
+        contexts, rng = self._contexts, np.random.default_rng
+        homed = self._homed
+        if self._pool is None or not homed:
+            for ctx in contexts:
+                ctx.rng = rng(child_seed(seed_seq, ctx.id))
+            return
+
+        def seed(index: int) -> None:
+            for e in homed[index]:
+                contexts[e].rng = rng(child_seed(seed_seq, e))
+
+        self._pool.run_setup(seed)
 
     def _step(self, batch: ActionBatch) -> StepResult:
         t_end = (self._step_index + 1) * self.spec.step_length
@@ -392,21 +542,99 @@ class Runtime(ABC):
         self._status = _READY
         return result
 
-    def __enter__(self) -> Runtime:
-        return self
+    # -- threads ---------------------------------------------------------------------------
+    def _resize_checked(self, threads: Any) -> None:
+        self._check_open()
+        threads = validate_threads(threads)
+        if not self.parallel and threads != 1:
+            raise ModelError(f"{type(self).__name__} runs on one thread: resize takes 1, "
+                             f"got {threads!r}")
+        previous, self._threads = self._threads, threads
+        try:
+            self._resize_threads(threads)
+        except BaseException as exc:
+            # Threads and per-thread state may now disagree: go back to the old count,
+            # and if even that fails the runtime cannot be trusted with another step.
+            self._threads = previous
+            try:
+                self._resize_threads(previous)
+            except BaseException:
+                self._break(f"resize to {threads} threads failed ({exc!r}), and so did "
+                            f"going back to {previous}")
+            raise
+        self._trace_threads()
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _resize_threads(self, threads: int) -> None:  # noqa: B027 - one thread: nothing to do
+        """Grow or shrink this runtime's threads to ``threads``. ``self._threads`` already
+        says ``threads``, so per-thread state sized from it gets the new count. If this
+        raises, :meth:`resize` calls it again with the old count."""
 
-    @property
-    def stats(self) -> dict[str, Any]:
-        """Counters since the last reset: events run, events emitted, cross-entity emits
-        (parallel runtimes add their name, threads and windows)."""
-        return {
-            "events_run": self.events_run,
-            "emitted": sum(c._counter for c in self._contexts),
-            "cross_entity": sum(c._cross for c in self._contexts),
-        }
+    def _restart_threads(self) -> None:
+        """After a failed step or reset: new threads for old (see
+        :meth:`seer.sched.pool.WorkerPool.restart`), so that a runtime dropped after the
+        failure frees its threads without the garbage collector. The next ``reset``
+        makes the per-thread objects again."""
+        if self._pool is not None:
+            self._pool.restart()
+
+    def _stop_threads(self) -> None:
+        """Ask the threads running the current window to stop after their current chunk
+        (plain stores only: this runs in the SIGINT handler too)."""
+        self._abort = True
+
+    def _thread_name(self) -> str:
+        """Prefix of this runtime's thread names: runtime, assignment, model."""
+        assignment = self._labels.get("assignment")
+        middle = f"[{assignment}]" if assignment else ""
+        return f"seer-{self.name}{middle}-{self.spec.name}"
+
+    def _use_pool(self, pool: Any) -> Any:
+        """Make ``pool`` (a :class:`~seer.sched.pool.WorkerPool`, from the constructor)
+        this runtime's: its threads stop on ``close()``, when the runtime is dropped, or
+        at interpreter exit, and the trace gets a track per thread. Returns ``pool``."""
+        self._pool = pool
+        self._own_threads(pool.close)
+        self._trace_threads()
+        return pool
+
+    def _own_threads(self, release: Callable[[], Any]) -> None:
+        """Register ``release`` to stop this runtime's threads on ``close()``, when the
+        runtime is dropped, or at interpreter exit. ``release`` must not refer back to the
+        runtime (it would keep it alive)."""
+        self._finalizer = weakref.finalize(self, release)
+
+    def _trace_threads(self) -> None:
+        """Give the trace one track per thread, named after the threads (the caller's is
+        the thread that built or resized the runtime)."""
+        if self.trace is None:
+            return
+        names = [threading.current_thread().name]
+        if self._pool is not None:
+            names += [t.name for t in self._pool._threads]
+            self._pool.trace = self.trace
+        elif self.parallel:  # an executor's threads: one track each, after the caller's
+            names += [f"{self._thread_name()}-executor-{index}"
+                      for index in range(self._threads)]
+        self.trace.ensure(len(names), names)
+
+    def _abandon(self, stuck: list[tuple[int, str]]) -> None:
+        """Mark the runtime unusable because threads ``stuck`` never came back."""
+        where = "; ".join(f"thread {name!r} {self._stuck_at(index)}" for index, name in stuck)
+        self._break(f"threads did not come back from a handler after Ctrl-C ({where}); "
+                    "Python cannot stop a thread: fix the handler and build a new runtime")
+
+    def _stuck_at(self, index: int) -> str:
+        """Where thread ``index`` is: the entity its worker runs (``cur``) and the event
+        that entity's context is handling."""
+        workers = getattr(self, "_workers", ())
+        return self._entity_at(workers[index].cur if index < len(workers) else -1)
+
+    def _entity_at(self, e: int) -> str:
+        """Where a thread running entity ``e`` (-1: none) is, for a report."""
+        if e < 0:
+            return "outside any entity"
+        ctx = self._contexts[e]
+        return f"in entity {e}'s handler of the event at t={ctx.now!r} (seq {ctx._seq})"
 
     # -- shared machinery ----------------------------------------------------------------
     def _check_open(self) -> None:
@@ -433,107 +661,16 @@ class Runtime(ABC):
         for name, live in self._arrays.items():
             np.copyto(self._start_arrays[name], live)
 
-    def _actions(self, actions: Any, t0: float) -> ActionBatch:
-        """The events of ``actions`` at ``t0``, checked; nothing is changed here, so a
-        rejected call leaves the runtime as it was (the counters move in ``_step``). They
-        come as columns, not yet as :class:`Event` tuples: making a tuple of a tuple
-        subclass costs about 0.25 µs, and a parallel runtime may leave that to its
-        threads (:meth:`_push_externals`)."""
-        spec = self.spec
-        n = spec.n_entities
-        try:
-            items = list(self.model.action_events(actions))
-        except ModelError:
-            raise
-        except (TypeError, ValueError) as exc:
-            raise ModelError(f"actions for model {spec.name!r} were rejected by its "
-                             f"action_events(): {type(exc).__name__}: {exc}") from exc
-        if not items and isinstance(actions, Mapping) and actions:
-            stray = next((key for key in actions if key.__class__ is not int
-                          and not isinstance(key, np.integer)), None)
-            if stray is not None:  # an override that skips unknown keys would drop them all
-                raise ModelError(f"action for entity {stray!r} of model {spec.name!r}: "
-                                 f"entity ids are integers in range({n}) (no action became "
-                                 "an event; map agent names to entity ids first)")
-        batch = ActionBatch(t0)
-        entities, kinds, payloads = batch.entities, batch.kinds, batch.payloads
-        add_entity, add_kind, add_payload = entities.append, kinds.append, payloads.append
-        kind_ids = spec.kind_ids
-        last_kind: Any = _NO_KIND  # the kind of the previous item, already checked
-        k = -1
-        for item in items:
-            try:
-                entity, kind, payload = item
-            except (TypeError, ValueError):
-                raise ModelError(f"action_events() of model {spec.name!r} must yield "
-                                 f"(entity, kind, payload) triples, got {item!r}") from None
-            if entity.__class__ is not int:
-                if isinstance(entity, bool) or not isinstance(entity, (int, np.integer)):
-                    raise ModelError(f"action for entity {entity!r} of model {spec.name!r}: "
-                                     f"entity ids are integers in range({n})")
-                entity = int(entity)
-            if not 0 <= entity < n:
-                raise ModelError(f"action for entity {entity!r} of model {spec.name!r}: "
-                                 f"entity ids are integers in range({n})")
-            if kind is not last_kind:
-                k = (kind_ids.get(kind) if kind.__class__ is str or kind.__class__ is int
-                     else None)  # not 2.0 or True for kind 2 or 1
-                if k is None:
-                    raise ModelError(f"action event kind {kind!r} is not a kind of model "
-                                     f"{spec.name!r} {spec.kinds!r}")
-                last_kind = kind
-            add_entity(entity)
-            add_kind(k)
-            add_payload(payload)
-        if entities:
-            self._number_actions(batch)
-        return batch
-
-    def _number_actions(self, batch: ActionBatch) -> None:
-        """Give each action its sequence number: its entity's count of action events so
-        far this episode, plus its rank among the entity's actions in this batch (in
-        numpy: one big int per action made in Python costs more than the whole pass)."""
-        n_actions = len(batch)
-        entity = np.array(batch.entities, np.int64)
-        positions = np.arange(n_actions, dtype=np.int64)
-        marks = self._action_marks
-        marks[entity] = positions  # with repeats the last one wins: a mismatch shows them
-        batch.distinct = bool((marks[entity] == positions).all())
-        count = self._external_counters[entity]
-        if not batch.distinct:
-            seen: dict[int, int] = {}
-            rank = np.zeros(n_actions, np.int64)
-            for i, e in enumerate(batch.entities):
-                rank[i] = seen.get(e, 0)
-                seen[e] = rank[i] + 1
-            count += rank
-        over = np.flatnonzero(count >= COUNTER_LIMIT)
-        if len(over):
-            raise ModelError(f"more than {COUNTER_LIMIT} external events for entity "
-                             f"{batch.entities[int(over[0])]} in one episode")
-        batch.entity_array = entity
-        batch.seq_array = (entity << ORIGIN_SHIFT) | count
-        batch.seqs = batch.seq_array.tolist()
-
-    @property
-    def pending(self) -> int:
-        """Events scheduled for later steps (after a step has completed)."""
-        return 0
-
-    def _earliest_pending(self) -> tuple[float, int] | None:
-        """κ of the earliest pending event, or None (for error messages)."""
-        return None
-
     def _pending_error(self) -> PendingEventsError:
         self._mark_failed()
-        head = self._earliest_pending()
+        count, head = self._pending()
         earliest, origin = "", -1
         if head is not None:
             tau, seq = head
             origin = seq_origin(seq)
             earliest = f"; the earliest at t={tau!r}, emitted by entity {origin}"
         err = PendingEventsError(
-            f"{self.pending} events are pending past the end of step {self._step_index - 1} "
+            f"{count} events are pending past the end of step {self._step_index - 1} "
             f"(t={self.time!r}){earliest}; the model sets strict_steps = True, so every "
             "event must fall inside its step (set strict_steps = False to carry them over)",
             model=self.spec.name, entity=origin, kind=None, time=self.time)
@@ -618,7 +755,7 @@ class Runtime(ABC):
     def _event_limit(self) -> int:
         """``max_events_per_step`` as an int that a hot loop can compare against."""
         limit = self.max_events_per_step
-        return _NO_LIMIT if limit == 0 else limit
+        return NO_LIMIT if limit == 0 else limit
 
     def _step_limit_error(self, e: int, ev: Event | None, detail: str) -> StepLimitError:
         """The error for a step that ran more than ``max_events_per_step`` events; without
@@ -640,7 +777,7 @@ class Runtime(ABC):
         if ev is not None:
             err.kind = self._kind_name(ev[3])
         t0 = self._step_index * self.spec.step_length
-        err.message = _step_limit_message(
+        err.message = step_limit_message(
             err, (t0, t0 + self.spec.step_length),
             f"make_runtime(model, {self.name!r}, max_events_per_step=N) or "
             f"{type(self).__name__}(model, max_events_per_step=N)")
@@ -690,105 +827,6 @@ class Runtime(ABC):
 
 
 
-_NO_LIMIT = 1 << 62
-
-#: The default event limit of a step (``max_events_per_step=None``) is
-#: :func:`default_event_limit`: ``max(DEFAULT_MIN_EVENTS, DEFAULT_EVENTS_PER_ENTITY * n)``
-#: for ``n`` entities, a guard against a step that never ends (a self-loop whose time
-#: barely advances), sized far above what real models run. Measured on the serial runtime,
-#: events in the busiest step (per entity): the benchmark sizes run BenchModel(1000) 2,029
-#: (2.0), fanout 16: 17,199 (17); EmptyModel(1000, per_step=10) 11,000 (11); Aircraft(800)
-#: 1,002 (1.3); PCS(40x40) 6,529 (4.1); Pursuit(256x256, 1000 + 4000) 5,318 (1.1);
-#: Spread(50) 50 (0.5). Pushed knobs: Aircraft(200) with interaction and density 8: 23,116
-#: (116); PCS(10x10) with step_length=3600: 35,652 (357); EmptyModel(50, per_step=1000):
-#: 50,050 (1,001). seer.testing.RandomModel over the tests' range (fanout <= 3, ttl <= 4):
-#: at most 55 per entity; at fanout 8, ttl 6: 189,494 for 50 (3,790). So the benchmarks
-#: stay 580x below the per-entity part and every shipped or test configuration at least
-#: 2.6x below it (the floor: 5x for the largest small-model step). RandomModel at fanout
-#: 8 and ttl 8 is a branching process that grows 4x per generation (2.5 million events a
-#: step for 50 entities, 30 s a step): it needs ``max_events_per_step=0``. A self-loop
-#: reaches the floor in about 1 s (serial, seer, static, global, executor) to 3 s
-#: (optimistic) on one core.
-DEFAULT_EVENTS_PER_ENTITY = 10_000
-DEFAULT_MIN_EVENTS = 1_000_000
-
-
-def default_event_limit(n_entities: int) -> int:
-    """The default ``max_events_per_step`` of a model with ``n_entities`` entities."""
-    return max(DEFAULT_MIN_EVENTS, DEFAULT_EVENTS_PER_ENTITY * n_entities)
-
-
-def step_limit_error(model: str, limit: int, entity: int, ev: Event | None, detail: str, *,
-                     text: str | None = None) -> StepLimitError:
-    """A :class:`StepLimitError` for ``ev`` on ``entity`` (the runtime fills in the step
-    and the kind's name: :meth:`Runtime._explain_step_limit`). ``text`` says where the
-    limit came from (default: ``max_events_per_step=<limit>``)."""
-    err = StepLimitError("", model=model, entity=entity, kind=None,
-                         time=ev[0] if ev is not None else 0.0, limit=limit,
-                         limit_text=text or f"max_events_per_step={limit}", detail=detail,
-                         event=ev, emitted=None)
-    err.message = _step_limit_message(err, None)
-    return err
-
-
-def _step_limit_message(err: StepLimitError, step: tuple[float, float] | None,
-                        how: str = "make_runtime(model, runtime, max_events_per_step=N) or "
-                                   "the runtime's constructor") -> str:
-    """What a :class:`StepLimitError` says: the limit and where it came from, which entity
-    and event were running (or which entity emitted the most), how far model time got in
-    the step ``[t0, t_end)``, and ``how`` to raise the limit."""
-    ev = err.event
-    if ev is not None:
-        origin = seq_origin(ev[1])
-        by = ("from the actions" if not seq_is_emitted(ev[1]) else "emitted by itself"
-              if origin == err.entity else f"emitted by entity {origin}")
-        kind = f"a {err.kind!r} event" if err.kind is not None else "an event"
-        who = f"entity {err.entity} was handling {kind} {by} at t={err.time!r}"
-    else:
-        who = (f"entity {err.entity} emitted the most events this episode "
-               f"({err.emitted}) and had reached t={err.time!r}")
-    where = ""
-    if step is not None:
-        t0, t_end = step
-        where = (f"; model time had advanced only {err.time - t0:.3g} into the step "
-                 f"[{t0!r}, {t_end!r})")
-    return (f"the step ran more than {err.limit} events ({err.detail}) without reaching its "
-            f"end (the limit: {err.limit_text}): {who}{where}. An event loop whose time "
-            "barely advances, such as an entity re-scheduling itself with a tiny delay? If "
-            f"the model really needs more events per step, raise the limit: {how} "
-            "(max_events_per_step=0: no limit)")
-
-
-def _emitted(ctx: Context) -> int:
-    return ctx._counter
-
-
-def _limit_text(given: Any, limit: int, n: int) -> str:
-    """How a step-limit message names the limit in force."""
-    if given is None:
-        return (f"max_events_per_step={limit}, the default for {n} entities: "
-                f"{DEFAULT_EVENTS_PER_ENTITY} per entity, at least {DEFAULT_MIN_EVENTS}")
-    return f"max_events_per_step={limit}"
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    """``repr(value)``, cut to ``limit`` characters (an observation can be huge)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
-
-
-def _event_limit(limit: Any, n: int) -> int:
-    """``max_events_per_step`` as given to a constructor, as the limit in force: None is
-    :func:`default_event_limit`, 0 no limit (kept as 0), an int >= 1 itself."""
-    if limit is None:
-        return default_event_limit(n)
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
-        raise ModelError(f"max_events_per_step must be None or an int >= 0 (None: the "
-                         f"default, {default_event_limit(n)} events for {n} entities; 0: no "
-                         f"limit; N: at most N events per step), got {limit!r}")
-    return int(limit)
-
-
 def child_seed(seed_seq: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
     """``seed_seq``'s ``i``-th child, as ``seed_seq.spawn`` would make it on a fresh
     sequence."""
@@ -805,3 +843,13 @@ def _seed_sequence(seed: Any) -> np.random.SeedSequence:
         return np.random.SeedSequence(None if seed is None else int(seed))
     raise ModelError(f"seed must be None, a non-negative int or a numpy SeedSequence; "
                      f"got {type(seed).__name__} {seed!r}")
+
+
+def _emitted(ctx: Context) -> int:
+    return ctx._counter
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an observation can be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"

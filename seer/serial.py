@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from seer.actions import ActionBatch
 from seer.errors import (
     ContractError,
     IsolationError,
@@ -48,6 +49,7 @@ class SerialRuntime(Runtime):
     """
 
     name = "serial"
+    parallel = False
 
     def __init__(self, model: Model, *, debug: bool = False,
                  max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
@@ -69,20 +71,18 @@ class SerialRuntime(Runtime):
             self._payload_copies[ev.seq] = frozen
         heapq.heappush(self._heap, ev)
 
-    def _push_external(self, ev: Event) -> None:
-        heapq.heappush(self._heap, ev)
+    def _push_externals(self, batch: ActionBatch) -> None:
+        push, heap = heapq.heappush, self._heap
+        for ev in batch.events():
+            push(heap, ev)
 
     def _clear_events(self) -> None:
         self._heap.clear()
         self._payload_copies.clear()
 
-    @property
-    def pending(self) -> int:
-        """Number of events scheduled for later steps."""
-        return len(self._heap)
-
-    def _earliest_pending(self) -> tuple[float, int] | None:
-        return self._heap[0][:2] if self._heap else None
+    def _pending(self) -> tuple[int, tuple[float, int] | None]:
+        heap = self._heap
+        return len(heap), (heap[0][:2] if heap else None)
 
     def _run(self, t_end: float) -> None:
         if self.debug or self.trace is not None:

@@ -20,10 +20,11 @@ CHECKED = ("seer", "workloads", "bench", "examples")
 
 #: seer's top modules that the subpackages build on. Every other top module of seer
 #: (``seer.cli``, ``seer.distributed``, ``seer.marl``...) is a front end.
-BASE = frozenset({"busywork", "compile", "errors", "events", "interrupts", "model", "platform",
-                  "runtime", "serial", "specs", "testing", "trace"})
+BASE = frozenset({"actions", "blas", "busywork", "compile", "errors", "events", "interrupts",
+                  "limits", "model", "platform", "runtime", "serial", "specs", "testing",
+                  "trace"})
 
-SEER_LAYERS = ("base", "queues", "interprocess", "sched", "check", "stpa", "facade",
+SEER_LAYERS = ("base", "queues", "interprocess", "sched", "peers", "check", "stpa", "facade",
                "front")
 
 #: Layer -> the other layers its modules may import.
@@ -32,6 +33,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "queues": frozenset({"base"}),
     "interprocess": frozenset({"base", "queues"}),
     "sched": frozenset({"base", "queues"}),
+    "peers": frozenset({"base", "queues", "sched"}),
     "check": frozenset({"base", "queues", "interprocess", "sched"}),
     "stpa": frozenset({"base", "sched"}),
     "facade": frozenset({"base", "sched", "stpa"}),
@@ -276,3 +278,93 @@ def test_the_table_is_the_one_in_docs_architecture():
     assert {layer: imports for layer, (_modules, imports) in rows.items()} == \
         {layer: set(allowed) for layer, allowed in ALLOWED.items()}
     assert rows["base"][0] == {f"seer.{name}" for name in BASE}
+
+
+#: The product: what ``import seer`` loads (docs/architecture.md, "Product and lab"). The
+#: peers (seer.peers) and the lab (check, stpa, interprocess, distributed, benchmark,
+#: testing, the CLI...) load when used.
+PRODUCT = frozenset({
+    "seer", "seer.actions", "seer.blas", "seer.compile", "seer.errors", "seer.events",
+    "seer.interrupts", "seer.limits", "seer.model", "seer.platform", "seer.runtime",
+    "seer.serial", "seer.trace",
+    "seer.queues", "seer.queues.arena", "seer.queues.atomic", "seer.queues.layout",
+    "seer.queues.leq", "seer.queues.ms", "seer.queues.pel", "seer.queues.protocol",
+    "seer.sched", "seer.sched.assignment", "seer.sched.calendar", "seer.sched.dual_queue",
+    "seer.sched.pool", "seer.sched.windows", "seer.sched.worker",
+})
+
+
+def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The statements a module runs when imported (not inside functions or classes'
+    methods, nor under ``if TYPE_CHECKING``)."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+            continue
+        yield node
+        todo += [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
+
+
+def product_leaks(root: Path = ROOT) -> list[str]:
+    """Imports that a product module runs on import and that name a module outside
+    :data:`PRODUCT` (imports inside functions load on use: STPA for ``threads="auto"``, the
+    peers when the registry first needs them)."""
+    known = _project_modules(root)
+    leaks = []
+    for module in sorted(PRODUCT):
+        path = root / (module.replace(".", "/") + ".py")
+        if not path.is_file():
+            path = root / module.replace(".", "/") / "__init__.py"
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _module_level(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(filter(None, [*up, base]))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                           for a in node.names]
+            else:
+                continue
+            leaks += [f"{path.relative_to(root)}:{node.lineno}: {module} imports {t}"
+                      for t in targets if t.split(".")[0] == "seer" and t not in PRODUCT]
+    return leaks
+
+
+def test_the_product_imports_only_the_product():
+    assert product_leaks() == []
+
+
+def test_import_seer_loads_the_product_and_nothing_else():
+    import subprocess
+    import sys
+
+    code = ("import sys, seer; print(' '.join(sorted(m for m in sys.modules "
+            "if m == 'seer' or m.startswith('seer.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.split()
+    assert set(out) == PRODUCT
+
+
+def test_a_planted_peer_or_lab_import_in_the_product_fails(tmp_path):
+    for top in ("seer",):
+        for path in (ROOT / top).rglob("*.py"):
+            copy = tmp_path / path.relative_to(ROOT)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    for top in ("workloads", "bench", "examples", "tests"):
+        (tmp_path / top).mkdir(exist_ok=True)
+    with (tmp_path / "seer" / "sched" / "pool.py").open("a") as f:
+        f.write("\nimport seer.peers.static\nfrom seer.check import explore\n")
+    leaks = product_leaks(tmp_path)
+    assert any("seer.sched.pool imports seer.peers.static" in leak for leak in leaks)
+    assert any("seer.sched.pool imports seer.check" in leak for leak in leaks)
+    bad = forbidden(list(import_edges(tmp_path)))
+    assert any("layer sched may not import layer peers" in b for b in bad)

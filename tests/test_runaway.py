@@ -185,8 +185,8 @@ class Burst(seer.Model):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", KINDS)
 def test_none_is_the_default_and_zero_turns_the_guard_off(kind, monkeypatch):
-    monkeypatch.setattr(seer.runtime, "DEFAULT_MIN_EVENTS", 100)
-    monkeypatch.setattr(seer.runtime, "DEFAULT_EVENTS_PER_ENTITY", 10)
+    monkeypatch.setattr(seer.limits, "DEFAULT_MIN_EVENTS", 100)
+    monkeypatch.setattr(seer.limits, "DEFAULT_EVENTS_PER_ENTITY", 10)
     model = Burst(4, events=500)
     for limit, expected in ((None, 100), (0, 0), (1000, 1000)):
         with build(model, kind, None, max_events_per_step=limit) as rt:

@@ -1,6 +1,6 @@
 """The intake protocol: what the windowed runtime asks of its per-entity event queues.
 
-:class:`~seer.sched.dual_queue.DualQueueRuntime` keeps every entity's pending events in
+:class:`~seer.sched.dual_queue.SeerRuntime` keeps every entity's pending events in
 two layers (``docs/design.md``, "The dual-layer queue"): a private heap per entity, which
 only the entity's current claimer touches, and an *intake* per entity, to which any thread
 sends cross-entity events concurrently. The runtime gets the intake layer from a
@@ -183,7 +183,7 @@ class TreiberQueues(QueueFactory):
                                 epochs=2)
 
 
-#: Queue name -> factory class, for ``DualQueueRuntime(queues=...)``.
+#: Queue name -> factory class, for ``SeerRuntime(queues=...)``.
 QUEUES: dict[str, type[QueueFactory]] = {TreiberQueues.name: TreiberQueues}
 
 

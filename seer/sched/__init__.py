@@ -1,79 +1,52 @@
-"""Parallel runtimes: SEER (dynamic sharing) and the peers it is measured against.
+"""SEER's scheduler, and the registry that builds any runtime by name.
 
 ``make_runtime(model, runtime, threads=...)`` builds one by name (``docs/design.md``,
-"The runtime hierarchy"):
+"The runtime hierarchy"): ``serial`` (:class:`~seer.SerialRuntime`, the oracle) and
+``seer`` (:class:`SeerRuntime`: windows over LEQs + PEL on a worker pool, assignment
+``steal``) are the product; the peers it is measured against (``static``,
+``static-block``, ``seer-ms``, ``global``, ``executor``, ``optimistic``) live in
+:mod:`seer.peers`, which :data:`RUNTIMES` loads the first time one of their names is
+asked for or the names are listed.
 
-================  ==========================================================================
-``serial``        one thread, global heap: the oracle (:class:`~seer.SerialRuntime`)
-``seer``          windows over LEQs + PEL, assignment ``steal`` (:class:`SeerRuntime`)
-``static``        the same machinery, assignment ``round-robin``: entity ``e`` on thread
-                  ``e % threads`` (:class:`StaticRuntime`)
-``static-block``  the same machinery, assignment ``block``: contiguous id blocks per thread,
-                  ROSS's linear mapping (:class:`StaticBlockRuntime`)
-``seer-ms``       ``seer`` with Michael-Scott queue intakes in place of the Treiber stacks
-                  (:class:`SeerMsRuntime`; ``docs/queues.md``)
-``global``        one locked global event heap (:class:`GlobalQueueRuntime`)
-``executor``      ThreadPoolExecutor.map per window (:class:`ExecutorRuntime`)
-``optimistic``    Time Warp (ROOT-Sim-like): entities bound to threads, rollbacks,
-                  anti-messages, GVT per step (:class:`OptimisticRuntime`)
-================  ==========================================================================
+The hierarchy is one level deep::
 
-The hierarchy::
+    Runtime                 seer/runtime.py          state, seeding, actions, outputs,
+    │                                                threads, one operation at a time
+    ├── SerialRuntime       seer/serial.py           the oracle
+    ├── SeerRuntime         seer/sched/dual_queue.py windows, PEL, pool, LEQs
+    │   └── (peers)         seer/peers/static.py     static, static-block, seer-ms: other
+    │                                                assignment or intakes, no overrides
+    └── (peers)             seer/peers/              global, executor, optimistic
 
-    Runtime                         seer/runtime.py      results: state, seeding, outputs
-    ├── SerialRuntime               seer/serial.py       the oracle
-    └── ThreadedRuntime             sched/threaded.py    threads, abort, Ctrl-C, close
-        ├── GlobalQueueRuntime      sched/global_queue.py
-        ├── OptimisticRuntime       sched/optimistic.py  Time Warp: no windows
-        └── WindowedRuntime         sched/windows.py     per-entity heaps, calendar, windows
-            ├── DualQueueRuntime    sched/dual_queue.py  LEQs + PEL + pool; an Assignment
-            │   ├── SeerRuntime         assignment "steal"
-            │   ├── StaticRuntime       assignment "round-robin"
-            │   ├── StaticBlockRuntime  assignment "block"
-            │   └── SeerMsRuntime       "steal", queues "ms" (seer.queues.ms)
-            └── ExecutorRuntime     sched/executor.py
+The modules here, one job each: ``dual_queue`` (the SEER runtime), ``worker`` (a thread's
+state and the hot loop), ``windows`` (the window bound and pending events by entity),
+``calendar`` (when each entity next has work), ``assignment`` (who runs which ready
+entity), ``pool`` (the worker threads and their barrier).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import warnings
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from seer.errors import ModelError
 from seer.model import Model
-from seer.runtime import Runtime
+from seer.runtime import MAX_THREADS, Runtime, validate_threads
 from seer.sched.assignment import ASSIGNMENTS, Assignment
-from seer.sched.dual_queue import (
-    DualQueueRuntime,
-    SeerMsRuntime,
-    SeerRuntime,
-    StaticBlockRuntime,
-    StaticRuntime,
-)
-from seer.sched.executor import ExecutorRuntime
-from seer.sched.global_queue import GlobalQueueRuntime
-from seer.sched.optimistic import OptimisticRuntime
+from seer.sched.dual_queue import SeerRuntime
 from seer.sched.pool import WorkerPool, WorkerStats
-from seer.sched.threaded import MAX_THREADS, ThreadedRuntime, validate_threads
-from seer.sched.windows import WindowedRuntime
 from seer.serial import SerialRuntime
 
 __all__ = [
     "ASSIGNMENTS",
     "MAX_THREADS",
     "RUNTIMES",
+    "RUNTIME_PROVIDERS",
     "Assignment",
-    "DualQueueRuntime",
-    "ExecutorRuntime",
-    "GlobalQueueRuntime",
-    "OptimisticRuntime",
-    "SeerMsRuntime",
     "SeerRuntime",
-    "StaticBlockRuntime",
-    "StaticRuntime",
     "ThreadChooser",
-    "ThreadedRuntime",
-    "WindowedRuntime",
     "WorkerPool",
     "WorkerStats",
     "make_runtime",
@@ -82,37 +55,127 @@ __all__ = [
     "validate_threads",
 ]
 
-#: Runtime name -> class, for :func:`make_runtime`.
-RUNTIMES: dict[str, type[Runtime]] = {
-    cls.name: cls
-    for cls in (SerialRuntime, SeerRuntime, StaticRuntime, StaticBlockRuntime, SeerMsRuntime,
-                GlobalQueueRuntime, ExecutorRuntime, OptimisticRuntime)
-}
+#: Modules that register more runtimes when imported (:func:`register_runtime`), loaded by
+#: :data:`RUNTIMES` the first time a name it does not hold is asked for or the names are
+#: listed. A package of runtimes may add its module here.
+RUNTIME_PROVIDERS: list[str] = ["seer.peers"]
 
 
-def register_runtime(cls: type[Runtime], *, replace: bool = False) -> type[Runtime]:
+class RuntimeRegistry(MutableMapping[str, type[Runtime]]):
+    """Runtime name -> class: the product's runtimes at once, every provider's
+    (:data:`RUNTIME_PROVIDERS`) once something asks for a name it does not hold, or for
+    the names (iteration, ``len``): so ``import seer`` loads no peer, and nothing that
+    lists the runtimes misses one."""
+
+    def __init__(self, classes: dict[str, type[Runtime]]) -> None:
+        self._classes = classes
+        self._loaded = 0  # providers imported so far
+
+    def _load(self) -> None:
+        while self._loaded < len(RUNTIME_PROVIDERS):
+            module = RUNTIME_PROVIDERS[self._loaded]
+            self._loaded += 1
+            importlib.import_module(module)
+
+    def __getitem__(self, name: str) -> type[Runtime]:
+        try:
+            return self._classes[name]
+        except KeyError:
+            self._load()
+            return self._classes[name]
+
+    def __contains__(self, name: object) -> bool:
+        if name in self._classes:
+            return True
+        self._load()
+        return name in self._classes
+
+    def provide(self, cls: type[Runtime]) -> None:
+        """Register a provider's runtime under ``cls.name``, unless something registered
+        that name first (a user's runtime wins over a provider's)."""
+        self._classes.setdefault(register_runtime(cls, replace=True, store=False).name, cls)
+
+    def __setitem__(self, name: str, cls: type[Runtime]) -> None:
+        self._classes[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        del self._classes[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self._load()
+        return iter(list(self._classes))
+
+    def __len__(self) -> int:
+        self._load()
+        return len(self._classes)
+
+    def __repr__(self) -> str:
+        return f"RuntimeRegistry({dict(self._classes)!r})"
+
+
+#: Runtime name -> class, for :func:`make_runtime` (the peers load on first use).
+RUNTIMES: RuntimeRegistry = RuntimeRegistry({cls.name: cls
+                                             for cls in (SerialRuntime, SeerRuntime)})
+
+
+def register_runtime(cls: type[Runtime], *, replace: bool = False,
+                     store: bool = True) -> type[Runtime]:
     """Make ``cls`` available to :func:`make_runtime` (and the benchmarks) under
     ``cls.name``; returns ``cls``, so it can decorate a class. A name already taken is an
-    error unless ``replace``."""
+    error unless ``replace``. (``store=False``: only check ``cls``.)"""
     if not (isinstance(cls, type) and issubclass(cls, Runtime)):
         raise ModelError(f"register_runtime needs a Runtime subclass, got {cls!r}")
     name = cls.name
     if not isinstance(name, str) or not name or name == Runtime.name:
         raise ModelError(f"{cls.__name__} needs a class attribute name = '...' to be "
                          "registered")
-    if name in RUNTIMES and RUNTIMES[name] is not cls and not replace:
-        raise ModelError(f"runtime name {name!r} is taken by {RUNTIMES[name].__name__}")
+    if not store:
+        return cls
+    taken = RUNTIMES._classes.get(name)
+    if taken is None and not replace:
+        taken = RUNTIMES.get(name)  # a provider's runtime, loaded now
+    if taken is not None and taken is not cls and not replace:
+        raise ModelError(f"runtime name {name!r} is taken by {taken.__name__}")
     RUNTIMES[name] = cls
     return cls
+
+
+#: Names that moved: the peers (to seer.peers) and the former layers of the hierarchy.
+_PEERS = frozenset({"StaticRuntime", "StaticBlockRuntime", "SeerMsRuntime",
+                    "GlobalQueueRuntime", "ExecutorRuntime", "OptimisticRuntime"})
+
+
+def __getattr__(name: str) -> Any:
+    """The peers' classes (from :mod:`seer.peers`, loaded now); ``DualQueueRuntime``,
+    SEER's runtime's former name, and ``ThreadedRuntime``, whose work the base
+    :class:`~seer.runtime.Runtime` does now (both deprecated)."""
+    if name in _PEERS:
+        RUNTIMES._load()
+        return next(cls for cls in RUNTIMES._classes.values() if cls.__name__ == name)
+    if name == "DualQueueRuntime":
+        warnings.warn("seer.sched.DualQueueRuntime is now seer.sched.SeerRuntime (it takes "
+                      "the same assignment= and queues=)", DeprecationWarning, stacklevel=2)
+        return SeerRuntime
+    if name == "ThreadedRuntime":
+        warnings.warn("seer.sched.ThreadedRuntime is gone: seer.runtime.Runtime owns the "
+                      "threads now (its hooks: docs/design.md, 'The runtime hierarchy')",
+                      DeprecationWarning, stacklevel=2)
+        return Runtime
+    if name == "WindowedRuntime":
+        raise AttributeError("seer.sched.WindowedRuntime is gone: SeerRuntime and the "
+                             "executor peer compose seer.sched.windows.EntityEvents (the "
+                             "per-entity heaps, the calendar and the window sequence) "
+                             "instead of inheriting it")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: ``chooser(model, runtime_name) -> (threads, info)``: decides ``threads="auto"``; ``info``
 #: ends up in ``runtime.stpa``.
 ThreadChooser = Callable[[Model, str], tuple[int, dict[str, Any]]]
 
-# The chooser make_runtime asks for threads="auto". seer.stpa registers its predictor here
-# when it is imported (seer/__init__.py imports it), so that this package never imports
-# seer.stpa, which builds on it.
+# The chooser make_runtime asks for threads="auto". seer/__init__.py registers one that
+# imports seer.stpa on first use (and importing seer.stpa registers its predictor), so
+# that this package never imports seer.stpa, which builds on it.
 _thread_chooser: ThreadChooser | None = None
 
 
@@ -146,7 +209,7 @@ def make_runtime(model: Model, runtime: str = "seer", *, threads: int | str | No
     except (KeyError, TypeError):
         raise ModelError(f"unknown runtime {runtime!r}; choose one of "
                          f"{sorted(RUNTIMES)}") from None
-    if issubclass(cls, SerialRuntime):
+    if not cls.parallel:
         one = f"runtime {runtime!r} runs on one thread"
         if not (threads is None or (threads.__class__ is int and threads == 1)
                   or (isinstance(threads, str) and threads == "auto")):

@@ -126,7 +126,7 @@ ASSIGNMENTS: dict[str, type[Assignment]] = {cls.name: cls for cls in (Steal, Rou
 
 def register_assignment(cls: type[Assignment] | None = None, *, replace: bool = False):
     """Make the :class:`Assignment` subclass ``cls`` available by ``cls.name`` wherever an
-    assignment is named (``DualQueueRuntime(model, assignment=name)``,
+    assignment is named (``SeerRuntime(model, assignment=name)``,
     ``seer.check.queues.claims_check(name)``); also a decorator. A name that is taken by
     another class is an error unless ``replace=True``. Returns ``cls``."""
 

@@ -36,8 +36,8 @@ passes over ``n`` numbers, with no sorting and no merging, however many entries 
 It keeps only each entity's smallest key, which is enough because of a contract that
 every windowed runtime keeps: an entity that a window readied is run, and after its run
 it lists its new head (the smallest key of everything still pending for it), so the
-other entries it had are not needed. :class:`WindowedRuntime <seer.sched.windows.
-WindowedRuntime>` picks the layout from how many entities its windows ready
+other entries it had are not needed. :class:`EntityEvents <seer.sched.windows.
+EntityEvents>` picks the layout from how many entities its windows ready
 (:func:`prefer_dense`) and moves the entries across when it changes.
 """
 

@@ -160,7 +160,7 @@ class WorkerPool:
 
     def resize(self, threads: int) -> None:
         """Change the number of threads (only between tasks). A runtime's pool is resized
-        through the runtime (``ThreadedRuntime.resize``), which also re-plans its workers."""
+        through the runtime (``Runtime.resize``), which also re-plans its workers."""
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be an int >= 1, got {threads!r}")
         self._check_usable()

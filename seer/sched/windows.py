@@ -6,10 +6,10 @@ any event below a bound ``B`` that no event still to be created can undercut, th
 threads meet at a barrier and the next bound is computed. See ``docs/design.md``, "The
 window scheme", for why it is serial-equivalent.
 
-Pending events live in per-entity heaps (subclasses decide how cross-entity events reach
-them). A *calendar* of ``(τ, seq, entity)`` entries (:mod:`seer.sched.calendar`) knows when
-each entity next has work, so finding the next window never scans all entities. Each
-window has a bound ``B`` in κ order:
+Pending events live in per-entity heaps (:class:`EntityEvents`; a runtime decides how
+cross-entity events reach them). A *calendar* of ``(τ, seq, entity)`` entries
+(:mod:`seer.sched.calendar`) knows when each entity next has work, so finding the next
+window never scans all entities. Each window has a bound ``B`` in κ order:
 
 * lookahead ``L > 0`` (and ``t_min + L > t_min`` in floating point):
   ``B = (min(t_min + L, τ_{t+1}), -1)``, i.e. every event with ``τ < t_min + L``. A
@@ -33,24 +33,23 @@ entries: the dense layout (:class:`~seer.sched.calendar.DenseCalendar`) keeps on
 entity. A runtime starts with the sorted runs and, at each step start, takes the layout
 that suits how many entities the last step's windows readied
 (:func:`~seer.sched.calendar.prefer_dense`); a reset keeps the layout.
+
+:meth:`EntityEvents.windows` yields a step's windows; the runtime runs each
+(``SeerRuntime._run``; the ``executor`` peer composes the same pieces).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 
-from seer.errors import tag_event
+from seer.actions import ActionBatch
 from seer.events import DEPTH_SHIFT, Event
-from seer.model import Model
-from seer.runtime import ActionBatch, run_event
-from seer.sched.calendar import Calendar, CalendarBatch, DenseCalendar, prefer_dense
-from seer.sched.threaded import ThreadedRuntime
+from seer.sched.calendar import Calendar, DenseCalendar, prefer_dense
 
-__all__ = ["WindowedRuntime", "window_bound"]
+__all__ = ["EntityEvents", "window_bound"]
 
 _heappush = heapq.heappush
 
@@ -65,128 +64,92 @@ def window_bound(t_min: float, s_min: int, t_end: float,
     return (t_min, ((s_min >> DEPTH_SHIFT) + 1) << DEPTH_SHIFT)
 
 
-class WindowedRuntime(ThreadedRuntime):
-    """Base of the runtimes that keep per-entity heaps and run conservative windows of
-    ready entities; see the module docstring. Subclasses implement :meth:`_run_window`."""
+class EntityEvents:
+    """A runtime's pending events by entity: ``heaps[e]`` holds entity ``e``'s events in
+    κ order, and the calendar says when each entity next has work.
 
-    def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
-                 max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
-        n = model.n_entities if isinstance(model, Model) else 0
+    Only the coordinator (the caller's thread, between windows) uses :attr:`push`,
+    :meth:`push_batch`, :meth:`clear` and :meth:`windows`; inside a window each ready
+    entity's heap belongs to the one thread that runs it.
+
+    ``push`` is a closure over the heaps and the calendar's box, not a bound method:
+    contexts keep it, and a bound method of the runtime would tie the runtime into a
+    reference cycle that only the garbage collector could break (its threads would outlive
+    a dropped runtime until then)."""
+
+    __slots__ = ("box", "heaps", "push", "step_ready", "step_windows")
+
+    def __init__(self, n: int) -> None:
         heaps: list[list[Event]] = [[] for _ in range(n)]
         # The calendar in use, in a box the closure below reads (the layout can change).
-        calendar_box: list[Calendar | DenseCalendar] = [Calendar(n)]  # sorted runs first
+        box: list[Calendar | DenseCalendar] = [Calendar(n)]  # sorted runs first
 
         def coordinator_push(ev: Event) -> None:
             e = ev.target
             _heappush(heaps[e], ev)
-            calendar_box[0].add(ev.tau, ev.seq, e)
+            box[0].add(ev.tau, ev.seq, e)
 
-        self._heaps = heaps
-        self._calendar_box = calendar_box
-        # the last step's windows and the entities they readied (for the layout)
-        self._step_windows = self._step_ready = 0
-        # A closure, not a bound method: contexts keep it, and a bound method would tie the
-        # runtime into a reference cycle that only the garbage collector could break (its
-        # threads would outlive a dropped runtime until then).
-        self._coordinator_push = coordinator_push
-        super().__init__(model, threads=threads, debug=debug,
-                         max_events_per_step=max_events_per_step, trace=trace)
+        self.heaps = heaps
+        self.box = box
+        self.push = coordinator_push
+        # this step's windows so far and the entities they readied (for the layout)
+        self.step_windows = self.step_ready = 0
 
-    # -- coordinator-side event placement (between windows, single-threaded) ----------------
-    def _make_push(self, e: int) -> Callable[[Event], Any]:
-        return self._coordinator_push
+    @property
+    def calendar(self) -> Calendar | DenseCalendar:
+        """The calendar in use (one box holds it, read by :attr:`push` and the workers)."""
+        return self.box[0]
 
-    def _push_external(self, ev: Event) -> None:
-        self._coordinator_push(ev)
-
-    def _push_externals(self, batch: ActionBatch) -> None:
-        heaps, push = self._heaps, _heappush
+    def push_batch(self, batch: ActionBatch) -> None:
+        """Queue a step's action events."""
+        heaps, push = self.heaps, _heappush
         for ev, e in zip(batch.events(), batch.entities, strict=True):
             push(heaps[e], ev)
-        self._calendar.add_many([batch.t0] * len(batch), batch.seqs, batch.entities)
+        self.box[0].add_many([batch.t0] * len(batch), batch.seqs, batch.entities)
 
-    def _clear_events(self) -> None:
-        for heap in self._heaps:
+    def clear(self) -> None:
+        """Drop every pending event; the calendar keeps its layout (the next episode's
+        windows look alike)."""
+        for heap in self.heaps:
             heap.clear()
-        self._calendar.clear()  # its layout stays: the next episode's windows look alike
-        self._step_windows = self._step_ready = 0
-        for ctx in self._contexts:
-            ctx._push = ctx._self_push = self._coordinator_push
+        self.box[0].clear()
+        self.step_windows = self.step_ready = 0
 
-    @property
-    def pending(self) -> int:
-        """Events scheduled for later steps (after a step has completed)."""
-        return sum(len(h) for h in self._heaps)
+    def count(self) -> int:
+        """Events in the heaps."""
+        return sum(len(h) for h in self.heaps)
 
-    def _earliest_pending(self) -> tuple[float, int] | None:
-        return self._calendar.head()
+    def head(self) -> tuple[float, int] | None:
+        """κ of the earliest pending event, or None."""
+        return self.box[0].head()
 
-    # -- the calendar's layout --------------------------------------------------------------
-    @property
-    def _calendar(self) -> Calendar | DenseCalendar:
-        """The calendar in use (one box holds it, read by the coordinator's push too)."""
-        return self._calendar_box[0]
-
-    def _pick_calendar(self) -> None:
-        """Change the calendar's layout if the last step's windows call for the other one
-        (:func:`prefer_dense`), moving its entries across."""
-        dense = isinstance(self._calendar, DenseCalendar)
-        n = self.spec.n_entities
-        if prefer_dense(dense, self._step_ready, self._step_windows, n) != dense:
-            new = Calendar(n) if dense else DenseCalendar(n)
-            new.extend_sorted(*self._calendar.arrays())
-            self._calendar_box[0] = new
-
-    # -- the window loop ------------------------------------------------------------------------
-    def _run(self, t_end: float) -> None:
-        self._pick_calendar()
-        calendar = self._calendar
-        lookahead = self.spec.lookahead
-        limit = self.events_run + self._event_limit
-        windows = readied = 0
+    def windows(self, t_end: float,
+                lookahead: float) -> Iterator[tuple[float, np.ndarray, tuple[float, int]]]:
+        """The step's windows up to ``t_end``: ``(t_min, ready, bound)`` for each: its
+        earliest event's τ, the ready entities (distinct ids) popped from the calendar,
+        and its bound. The caller runs each window
+        before asking for the next: the next window depends on what it added. The
+        calendar's layout is picked first, from the last step's windows."""
+        self._pick_layout()
+        calendar = self.box[0]
+        self.step_windows = self.step_ready = 0
         while (head := calendar.head()) is not None:
             t_min, s_min = head
             if t_min >= t_end:
-                break
+                return
             bound = window_bound(t_min, s_min, t_end, lookahead)
             ready = calendar.pop_ready(bound)
-            windows += 1
-            readied += len(ready)
-            self._run_window(ready, bound)
-            self.windows_run += 1
-            if self._interrupted:
-                raise KeyboardInterrupt
-            if self.events_run > limit:
-                self._mark_failed()
-                raise self._step_limit_error(int(ready[0]), None, f"window at t={t_min!r} "
-                                             f"with {len(ready)} ready entities")
-        # (a step that raises needs a reset, which zeroes them)
-        self._step_windows, self._step_ready = windows, readied
+            self.step_windows += 1
+            self.step_ready += len(ready)
+            yield t_min, ready, bound
 
-    def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
-        """Run every entity in ``ready`` (distinct ids) on its events ``< bound``, and
-        give the calendar each entity's next head and every cross-entity event's entry."""
-        raise NotImplementedError
-
-    def _run_entity(self, e: int, bound: tuple[float, int], push: Callable[[Event], Any],
-                    cal: CalendarBatch) -> int:
-        """Run entity ``e``'s events ``< bound`` from its heap in κ order, with emits going
-        to ``push``; add the entity's next head to the calendar batch ``cal``. Returns the
-        number of events run. (SEER's worker loop inlines the same steps.)"""
-        heap = self._heaps[e]
-        ctx = self._contexts[e]
-        ctx._push = ctx._self_push = push
-        handlers = self._handlers
-        pop = heapq.heappop
-        limit = self._event_limit
-        ran = 0
-        while heap and heap[0] < bound:
-            ev = pop(heap)
-            run_event(handlers, ctx, ev)
-            ran += 1
-            if ran > limit:
-                raise tag_event(self._step_limit_error(e, ev, "in one window"), ev)
-        if heap:
-            head = heap[0]
-            cal.add(head[0], head[1], e)  # its tau and seq
-        return ran
+    def _pick_layout(self) -> None:
+        """Change the calendar's layout if the last step's windows call for the other one
+        (:func:`prefer_dense`), moving its entries across."""
+        calendar = self.box[0]
+        dense = isinstance(calendar, DenseCalendar)
+        n = len(self.heaps)
+        if prefer_dense(dense, self.step_ready, self.step_windows, n) != dense:
+            new = Calendar(n) if dense else DenseCalendar(n)
+            new.extend_sorted(*calendar.arrays())
+            self.box[0] = new

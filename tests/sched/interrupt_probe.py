@@ -57,7 +57,6 @@ import numpy as np
 
 import seer
 from seer.sched import RUNTIMES
-from seer.sched.threaded import ThreadedRuntime
 from seer.testing import RandomModel
 
 SEER_DIR = os.path.dirname(os.path.abspath(seer.__file__)) + os.sep
@@ -291,7 +290,7 @@ def where(path: str, line: int) -> str:
 # -- one injection -------------------------------------------------------------------------
 def operations(kind: str) -> tuple[str, ...]:
     """The operations ``kind`` has (``resize``: the threaded runtimes')."""
-    resizable = hasattr(RUNTIMES[kind], "resize")
+    resizable = RUNTIMES[kind].parallel
     return tuple(op for op in OPERATIONS if op != "resize" or resizable)
 
 
@@ -414,8 +413,8 @@ def _shard(spec: str, keys: dict[tuple[str, int], int]) -> list[tuple[str, int]]
 #: step varies from run to run).
 ANCHORS = {"step": (seer.Runtime._step, "self._run(t_end)"),
            "reset": (seer.Runtime._reset, "self._seed_generators(seed_seq)"),
-           "close": (seer.Runtime._close, "self._release()"),
-           "resize": (ThreadedRuntime._resize_checked, "self._resize_threads(threads)")}
+           "close": (seer.Runtime._close, "if self._finalizer is not None:"),
+           "resize": (seer.Runtime._resize_checked, "self._resize_threads(threads)")}
 
 
 def _anchor(op: str) -> tuple[str, int]:

@@ -9,7 +9,7 @@ import pytest
 import seer
 import seer.queues
 from seer.queues.pel import OwnSegmentClaimer
-from seer.sched import ASSIGNMENTS, Assignment, DualQueueRuntime
+from seer.sched import ASSIGNMENTS, Assignment, SeerRuntime
 from seer.testing import RandomModel, assert_equivalent
 
 
@@ -17,7 +17,7 @@ from seer.testing import RandomModel, assert_equivalent
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_every_assignment_matches_serial(assignment, threads):
     model = RandomModel(70, seed=5, fanout=2, p_fan_in=0.5)
-    assert_equivalent(lambda m: DualQueueRuntime(m, threads=threads, assignment=assignment),
+    assert_equivalent(lambda m: SeerRuntime(m, threads=threads, assignment=assignment),
                       model, seeds=[0, 1], steps=4)
 
 
@@ -47,9 +47,9 @@ class Reversed(Assignment):
 
 def test_a_custom_assignment_plugs_in():
     model = RandomModel(50, seed=2, fanout=3, lookahead=0.0)
-    assert_equivalent(lambda m: DualQueueRuntime(m, threads=3, assignment=Reversed()), model,
+    assert_equivalent(lambda m: SeerRuntime(m, threads=3, assignment=Reversed()), model,
                       seeds=[3], steps=4)
-    rt = DualQueueRuntime(model, threads=2, assignment=Reversed())
+    rt = SeerRuntime(model, threads=2, assignment=Reversed())
     assert rt.stats["assignment"] == "reversed"
     rt.close()
 
@@ -57,7 +57,7 @@ def test_a_custom_assignment_plugs_in():
 def test_register_assignment_plugs_a_strategy_in_by_name():
     assert seer.register_assignment(Reversed) is Reversed
     try:
-        rt = DualQueueRuntime(RandomModel(20, seed=1), threads=2, assignment="reversed")
+        rt = SeerRuntime(RandomModel(20, seed=1), threads=2, assignment="reversed")
         assert rt.stats["assignment"] == "reversed"
         rt.close()
         from seer.check.queues import claims_check
@@ -81,7 +81,7 @@ def test_register_assignment_plugs_a_strategy_in_by_name():
 def test_unknown_assignment_names_the_choices():
     with pytest.raises(seer.ModelError, match=r"unknown assignment 'random'; choose one of "
                        r"\['block', 'round-robin', 'steal'\]"):
-        DualQueueRuntime(RandomModel(5), assignment="random")
+        SeerRuntime(RandomModel(5), assignment="random")
 
 
 def test_own_segment_claims_cover_the_segment_once_in_chunks():
@@ -103,7 +103,7 @@ def test_registering_a_runtime_with_a_custom_assignment():
     from seer.sched import RUNTIMES, register_runtime
 
     @register_runtime
-    class ReversedRuntime(DualQueueRuntime):
+    class ReversedRuntime(SeerRuntime):
         name = "test-reversed"
         default_assignment = Reversed()
 
@@ -112,8 +112,8 @@ def test_registering_a_runtime_with_a_custom_assignment():
         assert isinstance(rt, ReversedRuntime) and rt.stats["assignment"] == "reversed"
         rt.close()
         with pytest.raises(seer.ModelError, match="runtime name 'test-reversed' is taken"):
-            register_runtime(type("Other", (DualQueueRuntime,), {"name": "test-reversed"}))
+            register_runtime(type("Other", (SeerRuntime,), {"name": "test-reversed"}))
         with pytest.raises(seer.ModelError, match="needs a class attribute name"):
-            register_runtime(type("Nameless", (DualQueueRuntime,), {"name": "abstract"}))
+            register_runtime(type("Nameless", (SeerRuntime,), {"name": "abstract"}))
     finally:
         RUNTIMES.pop("test-reversed", None)

@@ -8,7 +8,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import seer
-from seer.sched.blas import blas_cap, blas_threads_now
+from seer.blas import blas_cap, blas_threads_now
 
 PARALLEL = ["seer", "static", "static-block", "global", "executor", "optimistic"]
 

@@ -14,8 +14,8 @@ def taken(monkeypatch):
     step's first window, less those still waiting in their slots when it ended (which
     the coordinator then makes)."""
     count = [0]
-    hand_out = dual_queue.DualQueueRuntime._hand_out_actions
-    settle = dual_queue.DualQueueRuntime._settle_actions
+    hand_out = dual_queue.SeerRuntime._hand_out_actions
+    settle = dual_queue.SeerRuntime._settle_actions
 
     def _hand_out_actions(self):
         count[0] += len(self._pending_actions)
@@ -25,8 +25,8 @@ def taken(monkeypatch):
         count[0] -= int((self._action_slots >= 0).sum())
         return settle(self)
 
-    monkeypatch.setattr(dual_queue.DualQueueRuntime, "_hand_out_actions", _hand_out_actions)
-    monkeypatch.setattr(dual_queue.DualQueueRuntime, "_settle_actions", _settle_actions)
+    monkeypatch.setattr(dual_queue.SeerRuntime, "_hand_out_actions", _hand_out_actions)
+    monkeypatch.setattr(dual_queue.SeerRuntime, "_settle_actions", _settle_actions)
     return count
 
 

@@ -375,7 +375,7 @@ def test_registered_and_exported():
 def test_the_rng_state_dict_path_gives_the_same_bits(monkeypatch):
     """Checkpoints save a PCG64 generator's raw 40 bytes (self-tested at import); any other
     generator, or a failed self-test, goes through ``bit_generator.state``."""
-    from seer.sched import optimistic as module
+    from seer.peers import optimistic as module
 
     assert module._RAW_PCG64  # numpy's PCG64 layout passed the self-test here
     monkeypatch.setattr(module, "_RAW_PCG64", False)

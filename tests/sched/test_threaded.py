@@ -1,4 +1,4 @@
-"""What the parallel runtimes share through ThreadedRuntime: generators seeded on the
+"""What the parallel runtimes share through the runtime base: generators seeded on the
 threads that draw from them."""
 
 import threading

@@ -14,12 +14,12 @@ def test_wide_windows_go_dense_and_stay_dense_across_resets(kind):
     model = RandomModel(200, seed=1, lookahead=2.5, fanout=2)  # windows ready ~60 %
     with seer.make_runtime(model, kind, threads=2) as rt:
         rt.reset(0)
-        assert type(rt._calendar) is Calendar  # an episode's first step: sorted runs
+        assert type(rt._events.calendar) is Calendar  # an episode's first step: sorted runs
         rt.step()
         rt.step()  # picked at the second step's start, from the first step's windows
-        assert type(rt._calendar) is DenseCalendar
+        assert type(rt._events.calendar) is DenseCalendar
         rt.reset(1)
-        assert type(rt._calendar) is DenseCalendar
+        assert type(rt._events.calendar) is DenseCalendar
     assert_equivalent(lambda m: seer.make_runtime(m, kind, threads=2), model, seeds=[3],
                       steps=4)
 
@@ -32,4 +32,4 @@ def test_narrow_rounds_keep_the_sorted_runs(kind):
         rt.reset(0)
         for _ in range(3):
             rt.step()
-        assert type(rt._calendar) is Calendar
+        assert type(rt._events.calendar) is Calendar

@@ -23,11 +23,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from seer.actions import ActionBatch
 from seer.errors import tag_event
 from seer.events import Event
 from seer.model import Model
-from seer.runtime import run_event
-from seer.sched.threaded import ThreadedRuntime
+from seer.runtime import Runtime, run_event
+from seer.sched.pool import WorkerPool
 from seer.sched.windows import window_bound
 
 __all__ = ["GlobalQueueRuntime"]
@@ -58,7 +59,7 @@ class GlobalWorker:
                 heapq.heappush(self.global_heap, ev)
 
 
-class GlobalQueueRuntime(ThreadedRuntime):
+class GlobalQueueRuntime(Runtime):
     """One locked global event heap that all its threads share (NBSE-like)."""
 
     name = "global"
@@ -69,7 +70,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
         global_heap: list[Event] = []
         self._global = global_heap
         self._lock = threading.Lock()
-        # A bound function of the heap, not of the runtime: see WindowedRuntime.
+        # A bound function of the heap, not of the runtime: see EntityEvents.push.
         self._coordinator_push = partial(heapq.heappush, global_heap)
         super().__init__(model, threads=threads, debug=debug,
                          max_events_per_step=max_events_per_step, trace=trace)
@@ -77,7 +78,8 @@ class GlobalQueueRuntime(ThreadedRuntime):
         self._owner = [False] * n
         self._deferred: list[list[Event]] = [[] for _ in range(n)]
         self._bound: list[tuple[float, int]] = [(0.0, -1)]  # one cell, shared with workers
-        self._start_pool(spin_us, hot_spin_us)
+        self._use_pool(WorkerPool(self._threads, name=self._thread_name(), spin_us=spin_us,
+                                  hot_spin_us=hot_spin_us))
         self._workers: list[GlobalWorker] = []
         self._make_workers()
 
@@ -93,8 +95,10 @@ class GlobalQueueRuntime(ThreadedRuntime):
     def _make_push(self, e: int) -> Callable[[Event], Any]:
         return self._coordinator_push
 
-    def _push_external(self, ev: Event) -> None:
-        heapq.heappush(self._global, ev)
+    def _push_externals(self, batch: ActionBatch) -> None:
+        g, push = self._global, heapq.heappush
+        for ev in batch.events():
+            push(g, ev)
 
     def _clear_events(self) -> None:
         self._global.clear()
@@ -104,12 +108,9 @@ class GlobalQueueRuntime(ThreadedRuntime):
         for ctx in self._contexts:
             ctx._push = ctx._self_push = self._coordinator_push
 
-    @property
-    def pending(self) -> int:
-        return len(self._global)
-
-    def _earliest_pending(self) -> tuple[float, int] | None:
-        return self._global[0][:2] if self._global else None
+    def _pending(self) -> tuple[int, tuple[float, int] | None]:
+        g = self._global
+        return len(g), (g[0][:2] if g else None)
 
     # -- windows ---------------------------------------------------------------------------
     def _run(self, t_end: float) -> None:
@@ -125,7 +126,7 @@ class GlobalQueueRuntime(ThreadedRuntime):
                 if pool.threads == 1:
                     self._window_task(0)
                 else:
-                    pool.run(self._window_task, self._abort_window,
+                    pool.run(self._window_task, self._stop_threads,
                              give_up_after=self._give_up_after)
             except BaseException as exc:
                 self._raise_failure(exc)

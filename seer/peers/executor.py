@@ -1,6 +1,8 @@
 """The ``executor`` peer: what a user would write first.
 
-Same windows and calendar as the other windowed runtimes; each window maps a function over
+Same windows and calendar as SEER's runtime (it composes :class:`seer.sched.windows.
+EntityEvents`, as SEER does, and inherits none of SEER's machinery); each window maps a
+function over
 chunks of the ready entities with a ``concurrent.futures.ThreadPoolExecutor``.
 Cross-entity events go into a per-entity ``collections.deque`` (appends are thread-safe),
 which the entity's runner drains into the entity's heap when it next runs.
@@ -20,12 +22,14 @@ from typing import Any
 import numpy as np
 
 import seer.interrupts as interrupts
-from seer.errors import StepLimitError, event_of
+from seer.actions import ActionBatch
+from seer.errors import StepLimitError, event_of, tag_event
 from seer.events import Event
 from seer.model import Model
+from seer.runtime import Runtime, run_event
 from seer.sched.calendar import CalendarBatch
 from seer.sched.pool import GRACE_S
-from seer.sched.windows import WindowedRuntime
+from seer.sched.windows import EntityEvents
 
 __all__ = ["ExecutorRuntime"]
 
@@ -53,17 +57,20 @@ class ExecutorWorker:
             self.cal.add(ev[0], ev[1], e)
 
 
-class ExecutorRuntime(WindowedRuntime):
+class ExecutorRuntime(Runtime):
     """ThreadPoolExecutor.map over ready entities, per window."""
 
     name = "executor"
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
                  max_events_per_step: int | None = None, trace: bool | Any = False) -> None:
+        n = model.n_entities if isinstance(model, Model) else 0
+        self._events = EntityEvents(n)
+        self._heaps = self._events.heaps
+        self._inboxes: list[deque] = [deque() for _ in range(n)]
         super().__init__(model, threads=threads, debug=debug,
                          max_events_per_step=max_events_per_step, trace=trace)
         self._trace_threads()
-        self._inboxes: list[deque] = [deque() for _ in range(self.spec.n_entities)]
         self._bound: tuple[float, int] = (0.0, -1)
         self._executor = self._start_executor(self._threads)
         self._track_local = threading.local()
@@ -97,14 +104,24 @@ class ExecutorRuntime(WindowedRuntime):
             self._finalizer()  # shuts the old executor down (no task runs between steps)
         self._executor = self._start_executor(threads)
 
-    def _clear_events(self) -> None:
-        super()._clear_events()
-        for inbox in getattr(self, "_inboxes", ()):
-            inbox.clear()
+    # -- event placement (between windows, on the caller's thread) ---------------------------
+    def _make_push(self, e: int) -> Any:
+        return self._events.push
 
-    @property
-    def pending(self) -> int:
-        return super().pending + sum(len(q) for q in self._inboxes)
+    def _push_externals(self, batch: ActionBatch) -> None:
+        self._events.push_batch(batch)
+
+    def _clear_events(self) -> None:
+        self._events.clear()
+        for inbox in self._inboxes:
+            inbox.clear()
+        push = self._events.push
+        for ctx in self._contexts:
+            ctx._push = ctx._self_push = push
+
+    def _pending(self) -> tuple[int, tuple[float, int] | None]:
+        return (self._events.count() + sum(len(q) for q in self._inboxes),
+                self._events.head())
 
     def _run_chunk(self, chunk: list[int]) -> tuple[int, CalendarBatch]:
         """Run a chunk of entities; a handler's ``Exception`` is recorded and later entities
@@ -162,6 +179,29 @@ class ExecutorRuntime(WindowedRuntime):
             self._chunk_errors.append(failure)  # list.append is atomic
             failure = None  # no exception -> frame -> exception cycle
         return ran, worker.cal
+
+    def _run_entity(self, e: int, bound: tuple[float, int], push: Any,
+                    cal: CalendarBatch) -> int:
+        """Run entity ``e``'s events ``< bound`` from its heap in κ order, with emits going
+        to ``push``; add the entity's next head to the calendar batch ``cal``. Returns the
+        number of events run."""
+        heap = self._heaps[e]
+        ctx = self._contexts[e]
+        ctx._push = ctx._self_push = push
+        handlers = self._handlers
+        pop = heapq.heappop
+        limit = self._event_limit
+        ran = 0
+        while heap and heap[0] < bound:
+            ev = pop(heap)
+            run_event(handlers, ctx, ev)
+            ran += 1
+            if ran > limit:
+                raise tag_event(self._step_limit_error(e, ev, "in one window"), ev)
+        if heap:
+            head = heap[0]
+            cal.add(head[0], head[1], e)  # its tau and seq
+        return ran
 
     def _run_entity_traced(self, e: int, bound: tuple[float, int], worker: ExecutorWorker,
                            trace: Any) -> int:
@@ -244,6 +284,20 @@ class ExecutorRuntime(WindowedRuntime):
             if isinstance(exit_list, MutableMapping) and thread.name in dict(stuck):
                 exit_list.pop(thread, None)
 
+    # -- windows -------------------------------------------------------------------------------
+    def _run(self, t_end: float) -> None:
+        """The step's windows (:meth:`EntityEvents.windows`), each mapped over chunks."""
+        limit = self.events_run + self._event_limit
+        for t_min, ready, bound in self._events.windows(t_end, self.spec.lookahead):
+            self._run_window(ready, bound)
+            self.windows_run += 1
+            if self._interrupted:
+                raise KeyboardInterrupt
+            if self.events_run > limit:
+                self._mark_failed()
+                raise self._step_limit_error(int(ready[0]), None, f"window at t={t_min!r} "
+                                             f"with {len(ready)} ready entities")
+
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         self._bound = bound
         self._abort = self._interrupted  # a Ctrl-C between windows still stops this one
@@ -254,7 +308,7 @@ class ExecutorRuntime(WindowedRuntime):
         self._wait_chunks(futures)
         errors, self._chunk_errors = self._chunk_errors, []
         try:
-            calendar = self._calendar
+            calendar = self._events.calendar
             for f in futures:
                 ran, cal = f.result()
                 self.events_run += ran

@@ -85,11 +85,12 @@ from typing import Any
 
 import numpy as np
 
+from seer.actions import ActionBatch
 from seer.errors import ModelError, tag_event
 from seer.events import Event
 from seer.model import Model, StateArrays
-from seer.runtime import step_limit_error
-from seer.sched.threaded import ThreadedRuntime
+from seer.runtime import Runtime, step_limit_error
+from seer.sched.pool import WorkerPool
 
 __all__ = ["OptimisticRuntime", "OptimisticWorker"]
 
@@ -624,7 +625,7 @@ class OptimisticWorker:
         self.coasted += i - j
 
 
-class OptimisticRuntime(ThreadedRuntime):
+class OptimisticRuntime(Runtime):
     """Time Warp: each thread runs its entity block ahead, rolling back on stragglers. See
     the module docstring and ``docs/optimistic.md``.
 
@@ -675,7 +676,8 @@ class OptimisticRuntime(ThreadedRuntime):
         self.gvt = 0.0
         self._workers: list[OptimisticWorker] = []
         self._bind_dirty = True
-        pool = self._start_pool(spin_us)
+        pool = self._use_pool(WorkerPool(self._threads, name=self._thread_name(),
+                                         spin_us=spin_us))
         try:
             self._block_binding()
             self._make_workers()
@@ -698,7 +700,11 @@ class OptimisticRuntime(ThreadedRuntime):
     def _block_binding(self) -> None:
         """ROOT-Sim's (and ROSS's) initial linear mapping: contiguous id blocks."""
         n, threads = self.spec.n_entities, self._threads
-        self._shared.owner = [e * threads // n for e in range(n)]
+        owner = self._shared.owner = [e * threads // n for e in range(n)]
+        # each entity's generator is made on the thread it is bound to (reset)
+        self._homed = [[] for _ in range(threads)]
+        for e, index in enumerate(owner):
+            self._homed[index].append(e)
         self._bind_dirty = True
 
     def _apply_binding(self) -> None:
@@ -722,8 +728,10 @@ class OptimisticRuntime(ThreadedRuntime):
     def _make_push(self, e: int) -> Callable[[Event], Any]:
         return self._coordinator_push
 
-    def _push_external(self, ev: Event) -> None:
-        self._coordinator_push(ev)
+    def _push_externals(self, batch: ActionBatch) -> None:
+        push = self._coordinator_push
+        for ev in batch.events():
+            push(ev)
 
     def _clear_events(self) -> None:
         sh = self._shared
@@ -742,34 +750,18 @@ class OptimisticRuntime(ThreadedRuntime):
             w.sched.clear()
         for ctx in self._contexts:
             ctx._push = ctx._self_push = self._coordinator_push
-        self._block_binding()
-
-    def _seed_generators(self, seed_seq: np.random.SeedSequence) -> None:
-        """Each entity's generator made on the thread it is bound to at the episode's
-        start (:meth:`ThreadedRuntime._seed_generators_on`)."""
-        homed: list[list[int]] = [[] for _ in range(self._pool.threads)]
-        for e, owner in enumerate(self._shared.owner):
-            homed[owner].append(e)
-        self._seed_generators_on(seed_seq, homed)
-
-    def _reset(self, seed_seq: Any) -> Any:
         self._totals = dict.fromkeys(_COUNTERS, 0)
         self._steps_since_rebind = 0
         self.gvt = 0.0
-        result = super()._reset(seed_seq)
-        self._bind_dirty = True  # reset gave every context the shared snapshot wrapper
-        return result
+        # (the reset then gives every context the shared snapshot wrapper: rebind them)
+        self._block_binding()
 
-    @property
-    def pending(self) -> int:
-        return sum(len(h) for h in self._shared.pending)
-
-    def _earliest_pending(self) -> tuple[float, int] | None:
+    def _pending(self) -> tuple[int, tuple[float, int] | None]:
         heads = [h[0][:2] for h in self._shared.pending if h]
-        return min(heads) if heads else None
+        return sum(len(h) for h in self._shared.pending), (min(heads) if heads else None)
 
     # -- one step ---------------------------------------------------------------------------------
-    def _abort_window(self) -> None:
+    def _stop_threads(self) -> None:
         # Plain stores only: this runs in the SIGINT handler too, which may interrupt the
         # main thread while it holds the termination lock (idle threads poll the flag).
         self._abort = True
@@ -788,7 +780,7 @@ class OptimisticRuntime(ThreadedRuntime):
             if pool.threads == 1:
                 self._task(0)
             else:
-                pool.run(self._task, self._abort_window, give_up_after=self._give_up_after)
+                pool.run(self._task, self._stop_threads, give_up_after=self._give_up_after)
         except BaseException as exc:
             self._collect()
             self._raise_failure(exc)
