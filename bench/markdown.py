@@ -387,6 +387,31 @@ def parallelism_section(r: Results) -> list[str]:
                     "measured/bound", *[f"bound T={t}" for t in more], "limit"], rows), ""]
 
 
+def copies_section(r: Results) -> list[str]:
+    """seer(T) with each set of per-worker copies (``bench.copies``): speed-up over serial,
+    CPU ratio and share of the ceiling, one row a variant, one column group a workload."""
+    cop = r.copies
+    if cop is None or not cop.get("workloads"):
+        return []
+    keys = list(cop["workloads"])
+    first = cop["workloads"][keys[0]]
+    rows = []
+    for name, switches in first["copies"].items():
+        row = [f"`{name}`", ", ".join(switches) or "none"]
+        for key in keys:
+            v = cop["workloads"][key]["summary"].get(f"{name}({cop['workloads'][key]['threads']})")
+            row.append("-" if v is None else f"{v['speedup']:.2f}x / {v['cpu_ratio']:.2f} / "
+                       f"{_num(v.get('of_ceiling'))}")
+        rows.append(row)
+    return ["## Per-worker copies", "",
+            f"`{cop['command']}` at commit {cop['host'].get('commit', '?')} "
+            f"({cop['host'].get('cores', '?')} cores; {cop['rounds']} rounds of {cop['steps']} "
+            "steps): seer(T) with each set of the per-worker copies of `seer.sched.copies`; "
+            "each cell: speed-up over serial / CPU ratio / share of the ceiling (T "
+            "independent serial runs). `seer` is the default set.", "",
+            *table(["runtime", "copies", *keys], rows), ""]
+
+
 def also_measured(r: Results) -> list[str]:
     """One line per once-run study that ``r`` holds (what each study prints when it ends)."""
     out = []
@@ -431,7 +456,8 @@ def also_measured(r: Results) -> list[str]:
 def write_results(r: Results, figures: list[str]) -> str:
     """The whole of RESULTS.md."""
     out = [*_header(r), *_goals(r), *_cost(r), *_scans(r), *_peers(r),
-           *parallelism_section(r), *memory_section(r), *also_measured(r)]
+           *parallelism_section(r), *copies_section(r), *memory_section(r),
+           *also_measured(r)]
     out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
                                          for f in figures), ""]
     return "\n".join(out) + "\n"
@@ -456,7 +482,8 @@ def write_manycore(r: Results, figures: list[str], note: str = "") -> str:
                 f"({h.get('cpu_model') or '?'}), {h.get('date', '?')}, commit {h['commit']}: "
                 f"`{eff['command']}`.", *([f"{eff['note']}"] if eff.get("note") else []), ""]
     out += ["## Goals", "", *table(["goal", "target", "measured", "met"],
-                                   goal_rows(r, many_core=True)), "", *_scans(r), *_peers(r)]
+                                   goal_rows(r, many_core=True)), "", *_scans(r), *_peers(r),
+            *copies_section(r)]
     if collected is not None:
         configs = collected["configurations"]
         out += ["## STPA data", "", f"`{collected['command']}` ({collected['date']}): "

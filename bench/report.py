@@ -50,6 +50,7 @@ def once_parts(mode: str) -> dict[str, tuple[tuple[str, ...], list[str]]]:
         "load_balance_aircraft": ((), [*balance, "--only", "aircraft"]),
         "load_balance_pcs": ((), [*balance, "--only", "pcs_gain8"]),
         "parallelism": ((), ["bench.parallelism", *smoke]),
+        "copies": ((), ["bench.copies", *smoke]),
         "memory": ((), ["bench.memory", *flag]),
         "stpa": ((), ["bench.stpa", *smoke]),
         "pursuit": (("pettingzoo",), ["bench.pursuit", *smoke]),
@@ -121,7 +122,8 @@ def render(results: Path, figures: Path) -> str:
     r = Results(balance=_balance(results), manycore=_once(results / "manycore", "efficiency"),
                 **{name: _once(results, name) for name in ("efficiency", "memory", "stpa",
                                                             "pursuit", "mpe", "marl_loop",
-                                                            "replicas", "parallelism")})
+                                                            "replicas", "parallelism",
+                                                            "copies")})
     figures.mkdir(exist_ok=True)
     return write_results(r, draw(r, figures))
 
@@ -132,6 +134,7 @@ def render_manycore(results: Path, out_md: Path, figures: Path) -> None:
     results = Path(results)
     r = Results(efficiency=_once(results, "efficiency"),
                 balance=_balance(results), stpa_collect=_once(results, "stpa_collect"),
+                copies=_once(results, "copies"),
                 holdout=_once(results, "holdout"))
     drawn, note = [], ""
     try:

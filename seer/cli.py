@@ -149,6 +149,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from seer.trace import plot_gantt
 
     model = model_from_args(args)()
+    if args.sharing is not None:
+        return _print_sharing(model, args)
     # A profile wants runs as long as they are alone: one thread unless told otherwise.
     threads = args.threads or (None if args.runtime == "serial" else
                                1 if args.parallelism is not None else 4)
@@ -181,6 +183,19 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         plot_gantt(trace, args.png, title=f"{model.name} on {runtime.name}"
                    f"({runtime.threads}), {args.steps} step(s)")
         print(f"{args.png}: Gantt chart of the same trace")
+    return 0
+
+
+def _print_sharing(model: seer.Model, args: argparse.Namespace) -> int:
+    """``seer trace MODEL --sharing [COPIES]``: what seer's threads share on ``model``."""
+    from seer.sched.sharing import sharing_audit
+
+    if args.runtime != "seer":
+        raise ModelError(f"--sharing audits the runtime 'seer' (SEER's workers), not "
+                         f"{args.runtime!r}")
+    report = sharing_audit(model, threads=args.threads or 2, steps=args.steps,
+                           seed=args.seed, copies=args.sharing or None)
+    print(report)
     return 0
 
 
@@ -247,6 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "allows at T threads with no scheduling cost, and the chain of runs "
                          "that bounds it (default T: 1 2 4 8 16; traces 1 thread unless "
                          "--threads)")
+    p_trace.add_argument("--sharing", nargs="?", const="", default=None, metavar="COPIES",
+                         help="instead of a trace: list the objects seer's threads share "
+                         "(reach without owning them) on the model, with the per-worker "
+                         "copies COPIES (default: the runtime's; 'all', 'none', or names "
+                         "from contexts,handlers,snapshot,model)")
     p_trace.add_argument("--barrier-us", type=float, default=20.0,
                          help="a window's barrier cost in the profile (default 20)")
     p_trace.set_defaults(func=_cmd_trace)

@@ -703,11 +703,12 @@ class Runtime(ABC):
                 np.zeros(n_agents, np.bool_), [None] * n_agents, [None] * n_agents, info)
 
     def _store_outputs(self, positions: Iterable[int], state: StateArrays,
-                       start: StateArrays, buffers: tuple) -> None:
+                       start: StateArrays, buffers: tuple,
+                       outputs: Callable[..., Any] | None = None) -> None:
         """Call ``outputs()`` for the agents at ``positions`` and fill their slots. Any
         thread may fill its own positions (slots are disjoint); a parallel runtime passes
         the thread's own ``state``/``start`` views and loads the rest once per call."""
-        outputs = self.model.outputs
+        outputs = outputs or self.model.outputs
         agents = self.spec.agents
         rewards, terms, truncs, observations, infos, info = buffers
         extra = (info,) if self.spec.outputs_take_info else ()

@@ -290,7 +290,7 @@ PRODUCT = frozenset({
     "seer.queues", "seer.queues.arena", "seer.queues.atomic", "seer.queues.layout",
     "seer.queues.leq", "seer.queues.ms", "seer.queues.pel", "seer.queues.protocol",
     "seer.sched", "seer.sched.assignment", "seer.sched.calendar", "seer.sched.dual_queue",
-    "seer.sched.pool", "seer.sched.windows", "seer.sched.worker",
+    "seer.sched.copies", "seer.sched.pool", "seer.sched.windows", "seer.sched.worker",
 })
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import time
 import warnings
+from collections.abc import Iterable
 from functools import partial
 from typing import Any, ClassVar
 
@@ -43,6 +44,7 @@ from seer.queues import BufferLayout, EventArena, ParallelExecutiveList
 from seer.queues.protocol import QueueFactory, get_queues
 from seer.runtime import MAX_THREADS, Runtime, StepResult, step_limit_error
 from seer.sched.assignment import Assignment, get_assignment
+from seer.sched.copies import COPIES, parse_copies, worker_handlers, worker_model
 from seer.sched.pool import WorkerPool
 from seer.sched.windows import EntityEvents
 from seer.sched.worker import TracingWindowWorker, WindowWorker, own_float, own_int
@@ -56,7 +58,9 @@ _SHARED_ACTIONS_MIN = 64
 
 
 class SeerRuntime(Runtime):
-    """Windows on ``threads`` OS threads (the caller is one) over LEQs + PEL, with the work
+    """SEER: windows over LEQs + PEL on a worker pool; home segments and guided steals.
+
+    Windows run on ``threads`` OS threads (the caller is one), with the work
     assignment ``assignment`` (a name from :data:`seer.sched.assignment.ASSIGNMENTS` or an
     :class:`~seer.sched.assignment.Assignment`) and the intakes ``queues`` (a name from
     :data:`seer.queues.protocol.QUEUES` or a :class:`~seer.queues.protocol.QueueFactory`;
@@ -76,14 +80,20 @@ class SeerRuntime(Runtime):
     default_assignment: ClassVar[str] = "steal"
     #: The intakes used when none are given (:mod:`seer.queues.protocol`).
     default_queues: ClassVar[str | type[QueueFactory]] = "treiber"
+    #: The per-worker copies made when ``copies`` is not given (None:
+    #: :data:`seer.sched.copies.DEFAULT_COPIES`).
+    default_copies: ClassVar[str | frozenset[str] | None] = None
 
     def __init__(self, model: Model, *, threads: int = 2, debug: bool = False,
                  max_events_per_step: int | None = None, trace: bool | Any = False,
                  assignment: str | Assignment | None = None,
                  queues: str | QueueFactory | None = None,
                  arena_capacity: int | None = None, atomics_path: str | None = None,
-                 spin_us: float = 50.0, hot_spin_us: float = 1000.0) -> None:
+                 spin_us: float = 50.0, hot_spin_us: float = 1000.0,
+                 copies: str | Iterable[str] | None = None) -> None:
         self.assignment = get_assignment(assignment or self.default_assignment)
+        #: The per-worker copies this runtime makes (:mod:`seer.sched.copies`).
+        self.copies = parse_copies(copies if copies is not None else self.default_copies)
         default = self.default_queues
         self.queues = get_queues(queues or (default() if isinstance(default, type)
                                             else default))
@@ -91,7 +101,8 @@ class SeerRuntime(Runtime):
         self._events = EntityEvents(model.n_entities if isinstance(model, Model) else 0)
         super().__init__(model, threads=threads, debug=debug,
                          max_events_per_step=max_events_per_step, trace=trace)
-        self._labels = {"assignment": self.assignment.name, "queues": self.queues.name}
+        self._labels = {"assignment": self.assignment.name, "queues": self.queues.name,
+                        "copies": ",".join(c for c in COPIES if c in self.copies) or "none"}
         n = self.spec.n_entities
         batch = 64
         capacity = ((arena_capacity or max(8192, 8 * n)) + 2 * batch * self._threads
@@ -149,14 +160,23 @@ class SeerRuntime(Runtime):
         limit_error = partial(step_limit_error, self.spec.name, self.max_events_per_step,
                               text=self._limit_text)
 
-        def make(index: int) -> None:
-            self._own_contexts(homed[index])
+        copies, model = self.copies, self.model
+
+        def make(index: int) -> None:  # on pool thread ``index`` (the switches: copies.py)
+            if "contexts" in copies:
+                self._own_contexts(homed[index])
+            twin = worker_model(model) if "model" in copies else None
+            handlers = (worker_handlers(self._handlers, model, twin)
+                        if "handlers" in copies or twin is not None else self._handlers)
+            views = (self._private_views() if "snapshot" in copies
+                     else (self.state, self.snapshot))
             workers[index] = worker(
                 self._leqs.worker(self._arena.slab(index), self._atomics_path),
                 self.assignment.claimer(self._pel, index, threads, self._atomics_path),
                 self._pel.claimer(threads, path=self._atomics_path),
-                pool.stats[index], self._contexts, self._handlers, self._private_views(),
+                pool.stats[index], self._contexts, handlers, views,
                 self._event_limit, limit_error, self._events.box,
+                twin if twin is not None else model,
                 **({"index": index, **traced} if traced else {}))
 
         pool.run_setup(make)
@@ -384,9 +404,10 @@ class SeerRuntime(Runtime):
         claimer = w.output_claimer
         claimer.reset()
         store, state, start, buffers = self._store_outputs, w.state, w.snapshot, self._out
+        outputs = w.model.outputs  # bound to the thread's model copy, with that switch
         try:
             while (chunk := claimer.claim()) is not None:
-                store(range(chunk[0], chunk[1]), state, start, buffers)
+                store(range(chunk[0], chunk[1]), state, start, buffers, outputs)
         except Exception as exc:  # the rest of this chunk is not needed: an error is certain
             self._out_failures.append((exc.agent_position, exc))  # list.append is atomic
 

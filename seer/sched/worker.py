@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from functools import partial
 from operator import itemgetter
-from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -65,11 +64,12 @@ class WindowWorker:
     an atomic field, so every load of such an object from a hot loop costs a contended
     atomic. The worker therefore holds its own bound methods of the handlers and its own
     views of the state and snapshot (handed to each context it runs as ``ctx.snapshot``),
-    and :meth:`run_merged` loads every shared container once per chunk, not per event."""
+    each behind a switch (:mod:`seer.sched.copies`), and :meth:`run_merged` loads every
+    shared container once per chunk, not per event."""
 
     __slots__ = ("actions", "cal", "calendars", "claimer", "contexts", "count_misses", "cur",
                  "events", "failure", "failure_key", "handlers", "heads", "heaps", "leq",
-                 "limit", "outbox", "output_claimer", "overflow", "push",
+                 "limit", "model", "outbox", "output_claimer", "overflow", "push",
                  "runtime_limit_error", "sealed", "send_all", "slab", "snapshot", "state",
                  "stats")
 
@@ -77,15 +77,17 @@ class WindowWorker:
                  stats: WorkerStats, contexts: list, handlers: tuple,
                  views: tuple[StateArrays, StateArrays], limit: int,
                  limit_error: Callable[[int, Event, str], Exception],
-                 calendars: list) -> None:
+                 calendars: list, model: Any) -> None:
         # limit_error must not be a bound method of the runtime (no cycle: see
         # EntityEvents.push).
         self.heaps = leq.leqs.heaps
         self.contexts = contexts
-        self.handlers = tuple(
-            MethodType(h.__func__, h.__self__) if isinstance(h, MethodType) else h
-            for h in handlers)
-        self.state, self.snapshot = views  # this thread's own wrappers and array views
+        # The handler table, the state views and the model this thread's handlers are bound
+        # to: its own copies, made on this thread, or the shared ones (the runtime's
+        # ``copies`` switches: seer.sched.copies).
+        self.handlers = handlers
+        self.model = model
+        self.state, self.snapshot = views
         self.leq = leq
         self.heads = leq.heads  # plain view of the intake heads (see merge_sent)
         self.slab = leq.slab
