@@ -387,29 +387,33 @@ def parallelism_section(r: Results) -> list[str]:
                     "measured/bound", *[f"bound T={t}" for t in more], "limit"], rows), ""]
 
 
-def copies_section(r: Results) -> list[str]:
-    """seer(T) with each set of per-worker copies (``bench.copies``): speed-up over serial,
-    CPU ratio and share of the ceiling, one row a variant, one column group a workload."""
-    cop = r.copies
-    if cop is None or not cop.get("workloads"):
+def switches_section(r: Results) -> list[str]:
+    """seer(T) with each set of per-worker copies and each steal back-off
+    (``bench.switches``): speed-up over serial, CPU ratio and share of the ceiling, one row
+    a variant, one column a workload and thread count."""
+    sw = r.switches
+    if sw is None or not sw.get("workloads"):
         return []
-    keys = list(cop["workloads"])
-    first = cop["workloads"][keys[0]]
+    keys = list(sw["workloads"])
+    first = sw["workloads"][keys[0]]
     rows = []
     for name, switches in first["copies"].items():
-        row = [f"`{name}`", ", ".join(switches) or "none"]
+        backoff = first.get("backoff", {}).get(name, 0)
+        row = [f"`{name}`", ", ".join(switches) or "none", f"{backoff} x T" if backoff else "-"]
         for key in keys:
-            v = cop["workloads"][key]["summary"].get(f"{name}({cop['workloads'][key]['threads']})")
+            w = sw["workloads"][key]
+            v = w["summary"].get(f"{name}({w['threads']})")
             row.append("-" if v is None else f"{v['speedup']:.2f}x / {v['cpu_ratio']:.2f} / "
                        f"{_num(v.get('of_ceiling'))}")
         rows.append(row)
-    return ["## Per-worker copies", "",
-            f"`{cop['command']}` at commit {cop['host'].get('commit', '?')} "
-            f"({cop['host'].get('cores', '?')} cores; {cop['rounds']} rounds of {cop['steps']} "
-            "steps): seer(T) with each set of the per-worker copies of `seer.sched.copies`; "
-            "each cell: speed-up over serial / CPU ratio / share of the ceiling (T "
-            "independent serial runs). `seer` is the default set.", "",
-            *table(["runtime", "copies", *keys], rows), ""]
+    return ["## SEER's switches: per-worker copies and steal back-off", "",
+            f"`{sw['command']}` at commit {sw['host'].get('commit', '?')} "
+            f"({sw['host'].get('cores', '?')} cores; {sw['rounds']} rounds of {sw['steps']} "
+            "steps): seer(T) with each set of the per-worker copies of `seer.sched.copies`, "
+            "and with stealing that leaves a segment of fewer than B x T items to its owner "
+            "(`Steal(backoff=B)`); each cell: speed-up over serial / CPU ratio / share of the "
+            "ceiling (T independent serial runs). `seer` is the default.", "",
+            *table(["runtime", "copies", "steal back-off", *keys], rows), ""]
 
 
 def also_measured(r: Results) -> list[str]:
@@ -456,7 +460,7 @@ def also_measured(r: Results) -> list[str]:
 def write_results(r: Results, figures: list[str]) -> str:
     """The whole of RESULTS.md."""
     out = [*_header(r), *_goals(r), *_cost(r), *_scans(r), *_peers(r),
-           *parallelism_section(r), *copies_section(r), *memory_section(r),
+           *parallelism_section(r), *switches_section(r), *memory_section(r),
            *also_measured(r)]
     out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
                                          for f in figures), ""]
@@ -483,7 +487,7 @@ def write_manycore(r: Results, figures: list[str], note: str = "") -> str:
                 f"`{eff['command']}`.", *([f"{eff['note']}"] if eff.get("note") else []), ""]
     out += ["## Goals", "", *table(["goal", "target", "measured", "met"],
                                    goal_rows(r, many_core=True)), "", *_scans(r), *_peers(r),
-            *copies_section(r)]
+            *switches_section(r)]
     if collected is not None:
         configs = collected["configurations"]
         out += ["## STPA data", "", f"`{collected['command']}` ({collected['date']}): "

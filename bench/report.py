@@ -50,7 +50,7 @@ def once_parts(mode: str) -> dict[str, tuple[tuple[str, ...], list[str]]]:
         "load_balance_aircraft": ((), [*balance, "--only", "aircraft"]),
         "load_balance_pcs": ((), [*balance, "--only", "pcs_gain8"]),
         "parallelism": ((), ["bench.parallelism", *smoke]),
-        "copies": ((), ["bench.copies", *smoke]),
+        "switches": ((), ["bench.switches", *smoke]),
         "memory": ((), ["bench.memory", *flag]),
         "stpa": ((), ["bench.stpa", *smoke]),
         "pursuit": (("pettingzoo",), ["bench.pursuit", *smoke]),
@@ -123,7 +123,7 @@ def render(results: Path, figures: Path) -> str:
                 **{name: _once(results, name) for name in ("efficiency", "memory", "stpa",
                                                             "pursuit", "mpe", "marl_loop",
                                                             "replicas", "parallelism",
-                                                            "copies")})
+                                                            "switches")})
     figures.mkdir(exist_ok=True)
     return write_results(r, draw(r, figures))
 
@@ -134,7 +134,7 @@ def render_manycore(results: Path, out_md: Path, figures: Path) -> None:
     results = Path(results)
     r = Results(efficiency=_once(results, "efficiency"),
                 balance=_balance(results), stpa_collect=_once(results, "stpa_collect"),
-                copies=_once(results, "copies"),
+                switches=_once(results, "switches"),
                 holdout=_once(results, "holdout"))
     drawn, note = [], ""
     try:

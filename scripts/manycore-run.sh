@@ -3,8 +3,8 @@
 # more threads, each under its own time limit, everything under DIR:
 #   (a) bench.efficiency: thread scans of Aircraft 800, PCS 1600 (cost_us=10) and the
 #       PCS hotspot of peak 8, every runtime, with the ceiling at each thread count;
-#   (b) bench.copies: the per-worker copies A/B, every switch (seer.sched.copies) at 4, 8
-#       and 16 threads on PCS 1600 (cost_us=10), each beside the ceiling independent:T;
+#   (b) bench.switches: the A/B of every switch (per-worker copies, steal back-off) at 4,
+#       8 and 16 threads on PCS 1600 (cost_us=10), each beside the ceiling independent:T;
 #   (c) bench.compare --perf: Linux perf profiles of seer(16) and independent(16) on PCS
 #       (skipped, and said so, where perf is not installed);
 #   (d) bench.efficiency --balance: per-thread CPU at 16 threads, Aircraft and PCS;
@@ -44,7 +44,7 @@ part() {  # name, limit, command...: one part under its limit; its log in DIR/na
     tail -n 2 "$DIR/$name.log" >&2
 }
 part efficiency "$SCAN_LIMIT" "$PY" -m bench.efficiency "${SCAN[@]}" --out "$DIR/efficiency.json"
-part copies "$COPIES_LIMIT" "$PY" -m bench.copies "${COPIES[@]}" --out "$DIR/copies.json"
+part switches "$COPIES_LIMIT" "$PY" -m bench.switches "${COPIES[@]}" --out "$DIR/switches.json"
 if command -v perf > /dev/null; then
     part perf "$PERF_LIMIT" "$PY" -m bench.compare --perf "seer:$PERF_T" "independent:$PERF_T" \
         "${PERF[@]}" --out "$DIR/perf.json"

@@ -133,10 +133,10 @@ class ParallelExecutiveList:
         return PelClaimer(self, self.ctl.accessor(path), max(1, threads), max(1, min_chunk))
 
     def home_claimer(self, home: int, threads: int, *, min_chunk: int = 1,
-                     path: str | None = None) -> HomeClaimer:
+                     path: str | None = None, steal_min: int = 1) -> HomeClaimer:
         """The claim handle of the thread whose home segment is ``home``."""
         return HomeClaimer(self, self.ctl.accessor(path), home, max(1, threads),
-                           max(1, min_chunk))
+                           max(1, min_chunk), max(1, steal_min))
 
 
 class OwnSegmentClaimer:
@@ -213,19 +213,22 @@ class HomeClaimer:
     then from the other segments in turn (remaining / (2 * threads); ``steals`` counts
     those; ``misses`` counts fetch_adds that landed past a segment's end because other
     threads had taken the rest: the PEL's contention). A segment's cursor only grows, so
-    once a ``fetch_add`` lands past its end the segment is done for this window."""
+    once a ``fetch_add`` lands past its end the segment is done for this window.
+    ``steal_min``: a thief leaves a segment that has fewer items left than this (by its
+    relaxed estimate) to its owner; 1, the default, steals while anything is left."""
 
     __slots__ = ("_acc", "_div", "_home", "_min", "_own_div", "_pel", "_seen", "_seg",
-                 "_visited", "claims", "misses", "steals")
+                 "_steal_min", "_visited", "claims", "misses", "steals")
 
     def __init__(self, pel: ParallelExecutiveList, acc: Any, home: int, threads: int,
-                 min_chunk: int) -> None:
+                 min_chunk: int, steal_min: int = 1) -> None:
         self._pel = pel
         self._acc = acc
         self._home = home
         self._own_div = threads  # own segment: GSS's remaining / P
         self._div = 2 * threads  # another's: leave its owner part of what is left
         self._min = min_chunk
+        self._steal_min = steal_min
         self._seg = home
         self._seen = 0
         self._visited = 0
@@ -254,7 +257,7 @@ class HomeClaimer:
             chunk = max(self._min, (end - self._seen) // (self._own_div if own else self._div))
             # fetch_add, relaxed: its atomicity alone hands [start, start + chunk) to
             # this thread only; the items were ordered before us by the pool hand-off.
-            if self._seen < end:
+            if self._seen < end and (own or end - self._seen >= self._steal_min):
                 start = self._acc.fetch_add(word, chunk, RELAXED)
                 if start >= end:
                     self.misses += 1  # another thread took the segment's last items

@@ -79,9 +79,20 @@ class Assignment(ABC):
 
 
 class Steal(Assignment):
-    """Home ``e % T``, guided chunks from the own segment first, then steals."""
+    """Home ``e % T``, guided chunks from the own segment first, then steals.
+
+    ``backoff``: a thief leaves a segment with fewer than ``backoff * T`` items left to its
+    owner (0, the default: it steals while anything is left). Stealing a chunk moves its
+    entities' contexts, rows and heaps to another core, and their objects' reference
+    counts become atomic; near a segment's end that can cost what the steal saves
+    (``docs/performance.md``, "Stealing at many cores")."""
 
     name = "steal"
+
+    def __init__(self, backoff: int = 0) -> None:
+        if isinstance(backoff, bool) or not isinstance(backoff, int) or backoff < 0:
+            raise ModelError(f"Steal(backoff=...) must be an int >= 0, got {backoff!r}")
+        self.backoff = backoff
 
     def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
                 n_entities: int) -> None:
@@ -89,7 +100,8 @@ class Steal(Assignment):
 
     def claimer(self, pel: ParallelExecutiveList, index: int, threads: int,
                 path: str | None) -> Claimer:
-        return pel.home_claimer(index, threads, path=path)
+        return pel.home_claimer(index, threads, path=path,
+                                steal_min=max(1, self.backoff * threads))
 
 
 class RoundRobin(Assignment):

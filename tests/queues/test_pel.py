@@ -69,6 +69,23 @@ def test_home_claims_take_the_own_segment_first_then_steal(path):
     assert c.steals > 0 and c.claims > c.steals
 
 
+def test_a_thief_leaves_a_short_segment_to_its_owner(path):
+    pel = ParallelExecutiveList.create(100, segments=3)
+    ready = np.arange(30, 60)
+    pel.publish_homed(ready, ready % 3, 3)
+    home = [e for e in range(30, 60) if e % 3 == 1]
+    # each other segment holds 10 items; a steal takes remaining // 6 (at least 1) of them
+    for steal_min, stolen in ((11, 0), (10, 2), (1, 20)):
+        c = pel.home_claimer(1, threads=3, path=path, steal_min=steal_min)
+        pel.publish_homed(ready, ready % 3, 3)
+        c.reset(3)
+        taken = []
+        while (r := c.claim()) is not None:
+            taken.extend(int(x) for x in pel.items[r[0]:r[1]])
+        assert taken[:10] == home and len(taken) == 10 + stolen
+        assert (c.steals == 0) == (stolen == 0)
+
+
 def test_home_segments_are_bounded_by_the_plan():
     pel = ParallelExecutiveList.create(10, segments=2)
     with pytest.raises(CapacityError, match="room for 2 home segments, asked for 3"):

@@ -117,3 +117,16 @@ def test_registering_a_runtime_with_a_custom_assignment():
             register_runtime(type("Nameless", (SeerRuntime,), {"name": "abstract"}))
     finally:
         RUNTIMES.pop("test-reversed", None)
+
+
+@pytest.mark.parametrize("backoff", [1, 2, 8])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_stealing_that_backs_off_matches_serial(backoff, threads):
+    from seer.sched.assignment import Steal
+
+    model = RandomModel(70, seed=11, fanout=2, p_fan_in=0.5)
+    assert_equivalent(lambda m: SeerRuntime(m, threads=threads,
+                                            assignment=Steal(backoff=backoff)),
+                      model, seeds=range(3), steps=4)
+    with pytest.raises(seer.ModelError, match="backoff"):
+        Steal(backoff=-1)

@@ -1,13 +1,15 @@
-"""The per-worker copies, switch by switch: seer(T) with each set of copies, its speed-up,
-CPU ratio and share of the ceiling (T independent serial runs), side by side in one run.
+"""SEER's switches for many cores, A/B: seer(T) with each set of per-worker copies and
+with stealing that backs off, its speed-up, CPU ratio and share of the ceiling (T
+independent serial runs), side by side in one run.
 
-    .venv/bin/python -m bench.copies --out bench/results/copies.json          # 2 threads
-    .venv/bin/python -m bench.copies --threads 4 8 16 --only pcs --out m.json  # many cores
-    .venv/bin/python -m bench.copies --smoke --out /tmp/copies.json           # seconds
+    .venv/bin/python -m bench.switches --out bench/results/switches.json        # 2 threads
+    .venv/bin/python -m bench.switches --threads 4 8 16 --only pcs --out m.json  # many cores
+    .venv/bin/python -m bench.switches --smoke --out /tmp/switches.json         # seconds
 
-Each variant is SEER's runtime with ``copies=`` set (:mod:`seer.sched.copies`), registered
-for the run under the name of :data:`VARIANTS`; every round times serial, each variant and
-the ceiling in turns (:func:`seer.benchmark.compare`). ``seer`` is the default set.
+Each variant is SEER's runtime with ``copies=`` (:mod:`seer.sched.copies`) or the
+assignment ``Steal(backoff=B)`` (:class:`seer.sched.assignment.Steal`) set, registered for
+the run under the name of :data:`VARIANTS`; every round times serial, each variant and the
+ceiling in turns (:func:`seer.benchmark.compare`). ``seer`` is the default.
 """
 
 from __future__ import annotations
@@ -18,16 +20,20 @@ from typing import Any
 
 from bench.harness import compare, finish, make_model, record, write_json
 from seer.sched import SeerRuntime, register_runtime
+from seer.sched.assignment import Steal
 from seer.sched.copies import COPIES, DEFAULT_COPIES
 
 __all__ = ["VARIANTS", "main", "measure"]
 
-#: runtime name -> the copies it makes (``seer``: the default set)
-VARIANTS: dict[str, frozenset[str]] = {
-    "seer": DEFAULT_COPIES,
-    "seer-copies-none": frozenset(),
-    "seer-copies-all": frozenset(COPIES),
-    **{f"seer-no-{c}": DEFAULT_COPIES - {c} for c in sorted(DEFAULT_COPIES)},
+#: runtime name -> (the copies it makes, its steal back-off B: leaves a segment with
+#: fewer than B * T items to its owner); ``seer`` is the default
+VARIANTS: dict[str, tuple[frozenset[str], int]] = {
+    "seer": (DEFAULT_COPIES, 0),
+    "seer-copies-none": (frozenset(), 0),
+    "seer-copies-all": (frozenset(COPIES), 0),
+    **{f"seer-no-{c}": (DEFAULT_COPIES - {c}, 0) for c in sorted(DEFAULT_COPIES)},
+    "seer-backoff-2": (DEFAULT_COPIES, 2),
+    "seer-backoff-8": (DEFAULT_COPIES, 8),
 }
 #: key -> (title, workload, entities, cost µs)
 WORKLOADS = {
@@ -41,10 +47,11 @@ SMOKE_ENTITIES = {"pcs": 64, "aircraft": 40, "bench": 60}
 
 def _register() -> None:
     """Each variant of :data:`VARIANTS` as a runtime ``make_runtime`` knows by name."""
-    for name, copies in VARIANTS.items():
+    for name, (copies, backoff) in VARIANTS.items():
         if name != "seer":
             register_runtime(type(f"Seer_{name.replace('-', '_')}", (SeerRuntime,),
                                   {"name": name, "default_copies": copies,
+                                   "default_assignment": Steal(backoff),
                                    "__module__": __name__}), replace=True)
 
 
@@ -59,7 +66,8 @@ def measure(key: str, threads: int, steps: int, rounds: int, smoke: bool = False
                      steps=steps, rounds=rounds, name=title)
     return {"title": title, "workload": workload, "entities": entities, "cost_us": cost,
             "threads": threads,
-            "copies": {name: sorted(c) for name, c in VARIANTS.items()},
+            "copies": {name: sorted(c) for name, (c, _b) in VARIANTS.items()},
+            "backoff": {name: b for name, (_c, b) in VARIANTS.items()},
             **result.to_json()}
 
 
@@ -75,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     _register()
     steps, rounds = (1, 1) if args.smoke else (args.steps, args.rounds)
-    result = record("bench.copies", argv, steps=steps, rounds=rounds, smoke=args.smoke,
+    result = record("bench.switches", argv, steps=steps, rounds=rounds, smoke=args.smoke,
                     workloads={})
     lines = []
     for key in args.only:
