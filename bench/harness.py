@@ -160,9 +160,18 @@ def record(module: str, argv: Sequence[str] | None, **fields: Any) -> dict[str, 
     """The head of a study's result file: the command that wrote it (``argv``: its
     arguments, ``sys.argv[1:]`` when None) and :func:`host_facts` (date, commit, cores,
     load), then ``fields``."""
-    words = list(sys.argv[1:] if argv is None else argv)
+    words = [_relative(w) for w in (sys.argv[1:] if argv is None else argv)]
     return {"command": shlex.join(["python", "-m", module, *words]), "host": host_facts(),
             **fields}
+
+
+def _relative(word: str) -> str:
+    """A path inside the checkout as the checkout's relative path (a result file names no
+    path of the machine it ran on); any other word unchanged."""
+    if os.path.isabs(word):
+        with contextlib.suppress(ValueError):
+            return str(Path(word).relative_to(ROOT))
+    return word
 
 
 def finish(path: Path | None, result: dict[str, Any], lines: Iterable[str]) -> None:
