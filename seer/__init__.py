@@ -31,6 +31,7 @@ from seer.events import Event
 from seer.model import Context, EntityGroups, Model, StateArrays, StepInfo
 from seer.platform import GILWarning, cpu_count, free_threaded_build, gil_disabled
 from seer.runtime import Runtime, StepResult
+from seer.sched import PEER_CLASSES as _PEER_CLASSES
 from seer.sched import SeerRuntime, make_runtime, register_runtime
 from seer.sched.assignment import register_assignment
 from seer.serial import SerialRuntime
@@ -49,11 +50,6 @@ def _stpa_chooser(model: Model, runtime: str) -> tuple[int, dict]:
 _register_thread_chooser(_stpa_chooser)
 
 
-#: The peers' classes, loaded from seer.peers when first named here (``seer.StaticRuntime``).
-_PEERS = frozenset({"StaticRuntime", "StaticBlockRuntime", "SeerMsRuntime",
-                    "GlobalQueueRuntime", "ExecutorRuntime", "OptimisticRuntime"})
-
-
 def __getattr__(name: str) -> object:
     """What ``import seer`` does not load, on first use: ``seer.stpa``, and the peers'
     classes (:mod:`seer.peers`); ``DualQueueRuntime``, SEER's runtime's former name
@@ -62,10 +58,16 @@ def __getattr__(name: str) -> object:
         import seer.stpa
 
         return seer.stpa
-    if name in _PEERS or name == "DualQueueRuntime":
-        import seer.sched
+    if name in _PEER_CLASSES:
+        import seer.sched as sched
 
-        return getattr(seer.sched, name)
+        return getattr(sched, name)
+    if name == "DualQueueRuntime":
+        import warnings
+
+        warnings.warn("seer.DualQueueRuntime is now seer.SeerRuntime (it takes the same "
+                      "assignment= and queues=)", DeprecationWarning, stacklevel=2)
+        return SeerRuntime
     raise AttributeError(f"module 'seer' has no attribute {name!r}")
 
 __version__ = "0.1.0"

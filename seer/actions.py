@@ -56,7 +56,6 @@ class ActionBatch:
                 in zip(self.seqs, self.entities, self.kinds, self.payloads, strict=True)]
 
 
-
 def action_batch(model: Model, spec: ModelSpec, actions: Any, t0: float,
                  counters: np.ndarray, marks: np.ndarray) -> ActionBatch:
     """The events of ``actions`` at ``t0``, checked and numbered. ``counters``: action

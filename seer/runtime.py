@@ -18,8 +18,14 @@ once below this class):
 and, where it has them, ``_outputs()`` (outputs computed in parallel),
 ``_resize_threads(threads)``, ``_restart_threads()`` (threads other than a
 :class:`~seer.sched.pool.WorkerPool`), ``_stop_threads()`` (more than the abort flag to
-set) and ``stats``. Everything that decides *results* lives here, once, so all runtimes
-agree on it by construction: state, seeding, snapshots, actions, outputs, errors. So
+set) and ``stats``. A parallel runtime also hands the base its threads, as data: its pool
+(``_use_pool``, or ``_own_threads`` for other threads, so that ``close`` stops them),
+``_homed`` (the entities whose generators each pool thread makes at ``reset``),
+``_labels`` (names for ``stats`` and thread names) and, for a report of threads stuck in
+a handler, ``_workers[i].cur`` (the entity thread ``i`` runs).
+
+Everything that decides *results* lives here, once, so all runtimes agree on it by
+construction: state, seeding, snapshots, actions, outputs, errors. So
 does what every multi-threaded runtime needs around its threads: the thread count
 (:func:`validate_threads`), the abort flag, Ctrl-C, BLAS's own threads, replacing threads
 after a failed step, and releasing them (``docs/design.md``, "The runtime hierarchy").
@@ -145,7 +151,6 @@ def run_event(handlers: tuple[Callable[[Context, Event], None], ...], ctx: Conte
     except BaseException as exc:
         tag_event(exc, ev)
         raise
-
 
 
 class Runtime(ABC):
@@ -825,7 +830,6 @@ class Runtime(ABC):
 
     def _kind_name(self, k: int) -> str:
         return self.spec.kinds[k]
-
 
 
 def child_seed(seed_seq: np.random.SeedSequence, i: int) -> np.random.SeedSequence:

@@ -80,13 +80,31 @@ def test_moved_names_keep_working():
 
 
 def test_the_merged_layers_say_where_their_work_went():
-    import warnings
-
     import pytest
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert seer.sched.ThreadedRuntime is Runtime
-    assert caught[0].category is DeprecationWarning
+    with pytest.raises(AttributeError, match="parallel"):
+        seer.sched.ThreadedRuntime  # noqa: B018
     with pytest.raises(AttributeError, match="EntityEvents"):
         seer.sched.WindowedRuntime  # noqa: B018
+
+
+def test_the_registry_loads_its_providers_once_for_many_threads():
+    import threading
+
+    from seer.testing import RandomModel
+
+    errors = []
+
+    def build(kind):
+        try:
+            seer.make_runtime(RandomModel(5), kind, threads=2).close()
+        except Exception as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=build, args=(k,))
+               for k in ("static", "optimistic", "global", "executor")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -9,6 +9,11 @@ threads run:
 * ``segment_word(k)``: the cursor of home segment ``k`` (see below), each on its own
   64-byte line so that two threads claiming from their own segments do not share one.
   Written by ``fetch_add`` (the segment's owner, and thieves) and by ``publish_homed``.
+* ``segment_word(k, i)`` for ``1 <= i < SEGMENT_WORDS``: the other words of segment
+  ``k``'s line, a strategy's own (a second cursor, a count of steals, a flag): the PEL
+  never reads or writes them, so a strategy that needs them sets them in its ``publish``
+  (coordinator, plain stores, published by the pool hand-off like the cursors) and says
+  what each means, who writes it and with which order.
 
 ``fetch_add`` is *relaxed*: claims need only its *atomicity*: every index in
 ``[start, end)`` of a segment is handed to exactly one claimer because the read-modify-write
@@ -45,16 +50,23 @@ from seer.errors import SeerError
 from seer.queues.atomic import RELAXED, AtomicWords
 from seer.queues.layout import BufferLayout, Region
 
-__all__ = ["CapacityError", "HomeClaimer", "OwnSegmentClaimer", "ParallelExecutiveList",
-           "PelClaimer", "segment_word"]
+__all__ = ["SEGMENT_WORDS", "CapacityError", "HomeClaimer", "OwnSegmentClaimer",
+           "ParallelExecutiveList", "PelClaimer", "segment_word"]
 
 CURSOR, COUNT = 0, 1
 WORDS_PER_LINE = 8  # 64 bytes
+#: Words per home segment: the cursor (word 0) and ``SEGMENT_WORDS - 1`` for a strategy.
+SEGMENT_WORDS = WORDS_PER_LINE
 
 
-def segment_word(k: int) -> int:
-    """The ctl word holding home segment ``k``'s cursor."""
-    return WORDS_PER_LINE * (k + 1)
+def segment_word(k: int, i: int = 0) -> int:
+    """The ctl word ``i`` of home segment ``k``: ``i = 0`` (the default) is the segment's
+    cursor; ``1 <= i < SEGMENT_WORDS`` are free for a strategy's own use (module
+    docstring), on the same 64-byte line as the cursor."""
+    if not 0 <= i < SEGMENT_WORDS:
+        raise ValueError(f"segment word {i!r} out of range(0, {SEGMENT_WORDS}): word 0 is "
+                         f"the cursor, 1..{SEGMENT_WORDS - 1} a strategy's own")
+    return WORDS_PER_LINE * (k + 1) + i
 
 
 class CapacityError(SeerError, ValueError):

@@ -21,12 +21,16 @@ The hierarchy is one level deep::
 The modules here, one job each: ``dual_queue`` (the SEER runtime), ``worker`` (a thread's
 state and the hot loop), ``windows`` (the window bound and pending events by entity),
 ``calendar`` (when each entity next has work), ``assignment`` (who runs which ready
-entity), ``pool`` (the worker threads and their barrier).
+entity), ``pool`` (the worker threads and their barrier), ``copies`` (per-worker copies
+of what workers share, behind switches), and, loaded only when used, ``sharing`` (an
+audit of what they still share).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
@@ -42,6 +46,7 @@ from seer.serial import SerialRuntime
 __all__ = [
     "ASSIGNMENTS",
     "MAX_THREADS",
+    "PEER_CLASSES",
     "RUNTIMES",
     "RUNTIME_PROVIDERS",
     "Assignment",
@@ -70,12 +75,19 @@ class RuntimeRegistry(MutableMapping[str, type[Runtime]]):
     def __init__(self, classes: dict[str, type[Runtime]]) -> None:
         self._classes = classes
         self._loaded = 0  # providers imported so far
+        # Several threads may ask at once (replicas build runtimes on threads): one loads,
+        # the others wait for it. Re-entrant: a provider registers while it is imported.
+        self._lock = threading.RLock()
 
     def _load(self) -> None:
-        while self._loaded < len(RUNTIME_PROVIDERS):
-            module = RUNTIME_PROVIDERS[self._loaded]
-            self._loaded += 1
-            importlib.import_module(module)
+        """Import every provider not imported yet; one that fails raises (its error, not
+        "unknown runtime" later) and is tried again next time."""
+        if self._loaded == len(RUNTIME_PROVIDERS):
+            return
+        with self._lock:
+            while self._loaded < len(RUNTIME_PROVIDERS):
+                importlib.import_module(RUNTIME_PROVIDERS[self._loaded])
+                self._loaded += 1
 
     def __getitem__(self, name: str) -> type[Runtime]:
         try:
@@ -140,27 +152,28 @@ def register_runtime(cls: type[Runtime], *, replace: bool = False,
     return cls
 
 
-#: Names that moved: the peers (to seer.peers) and the former layers of the hierarchy.
-_PEERS = frozenset({"StaticRuntime", "StaticBlockRuntime", "SeerMsRuntime",
-                    "GlobalQueueRuntime", "ExecutorRuntime", "OptimisticRuntime"})
+#: The peers' classes, which moved to seer.peers: ``seer.sched.StaticRuntime`` and
+#: ``seer.StaticRuntime`` load them on first use.
+PEER_CLASSES = frozenset({"StaticRuntime", "StaticBlockRuntime", "SeerMsRuntime",
+                          "GlobalQueueRuntime", "ExecutorRuntime", "OptimisticRuntime"})
 
 
 def __getattr__(name: str) -> Any:
     """The peers' classes (from :mod:`seer.peers`, loaded now); ``DualQueueRuntime``,
-    SEER's runtime's former name, and ``ThreadedRuntime``, whose work the base
-    :class:`~seer.runtime.Runtime` does now (both deprecated)."""
-    if name in _PEERS:
+    SEER's runtime's former name (deprecated); what ``ThreadedRuntime`` and
+    ``WindowedRuntime`` did, named in the AttributeError."""
+    if name in PEER_CLASSES:
         RUNTIMES._load()
-        return next(cls for cls in RUNTIMES._classes.values() if cls.__name__ == name)
+        return getattr(sys.modules[RUNTIME_PROVIDERS[0]], name)
     if name == "DualQueueRuntime":
         warnings.warn("seer.sched.DualQueueRuntime is now seer.sched.SeerRuntime (it takes "
                       "the same assignment= and queues=)", DeprecationWarning, stacklevel=2)
         return SeerRuntime
     if name == "ThreadedRuntime":
-        warnings.warn("seer.sched.ThreadedRuntime is gone: seer.runtime.Runtime owns the "
-                      "threads now (its hooks: docs/design.md, 'The runtime hierarchy')",
-                      DeprecationWarning, stacklevel=2)
-        return Runtime
+        raise AttributeError("seer.sched.ThreadedRuntime is gone: seer.runtime.Runtime owns "
+                             "the threads now (its hooks: docs/design.md, 'The runtime "
+                             "hierarchy'); to ask whether a runtime runs on several threads, "
+                             "read its class attribute parallel")
     if name == "WindowedRuntime":
         raise AttributeError("seer.sched.WindowedRuntime is gone: SeerRuntime and the "
                              "executor peer compose seer.sched.windows.EntityEvents (the "

@@ -93,6 +93,8 @@ class Steal(Assignment):
         if isinstance(backoff, bool) or not isinstance(backoff, int) or backoff < 0:
             raise ModelError(f"Steal(backoff=...) must be an int >= 0, got {backoff!r}")
         self.backoff = backoff
+        if backoff:  # named apart in stats and thread names
+            self.name = f"steal(backoff={backoff})"  # type: ignore[misc]
 
     def publish(self, pel: ParallelExecutiveList, ready: np.ndarray, threads: int,
                 n_entities: int) -> None:

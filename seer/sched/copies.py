@@ -14,9 +14,11 @@ of the runtime (``SeerRuntime(model, copies=...)``):
 ``handlers``    the bound ``on_<kind>`` methods: one tuple of bound methods per thread
 ``snapshot``    the ``state``/``snapshot`` wrappers and their read-only array views that
                 contexts hand to handlers
-``model``       the model object itself (``self`` in handlers and ``outputs``): a copy
-                per thread whose attribute values that thread made (:func:`thread_copy`);
-                the handlers and ``outputs`` of that thread are bound to it
+``model``       the model object itself (``self`` in handlers and ``outputs``, and
+                ``ctx.model``): a copy per thread whose attribute values that thread
+                made where they can be copied exactly (:func:`thread_copy`), taken when
+                the runtime makes its workers (:func:`worker_model`); the handlers and
+                ``outputs`` of that thread are bound to it
 ==============  ==========================================================================
 
 Every switch leaves results bit-identical: a copy holds equal values (arrays copied
@@ -27,8 +29,8 @@ or another entity's context (the event contract; ``SerialRuntime(debug=True)`` c
 
 from __future__ import annotations
 
-import copy
 import struct
+import sys
 from collections.abc import Iterable
 from types import MethodType
 from typing import Any
@@ -37,8 +39,8 @@ import numpy as np
 
 from seer.errors import ModelError
 
-__all__ = ["COPIES", "DEFAULT_COPIES", "parse_copies", "thread_copy", "worker_handlers",
-           "worker_model"]
+__all__ = ["COPIES", "DEFAULT_COPIES", "own_float", "own_int", "parse_copies", "thread_copy",
+           "worker_handlers", "worker_model"]
 
 #: The switches, in the order they are documented.
 COPIES = ("contexts", "handlers", "snapshot", "model")
@@ -47,6 +49,7 @@ DEFAULT_COPIES = frozenset({"contexts", "handlers", "snapshot"})
 
 _pack_double = struct.Struct("<d").pack
 _unpack_double = struct.Struct("<d").unpack
+_is_immortal = getattr(sys, "_is_immortal", lambda value: False)  # CPython 3.14+
 
 
 def parse_copies(copies: str | Iterable[str] | None) -> frozenset[str]:
@@ -56,6 +59,9 @@ def parse_copies(copies: str | Iterable[str] | None) -> frozenset[str]:
     if copies is None:
         return DEFAULT_COPIES
     if isinstance(copies, str):
+        if not copies.strip():
+            raise ModelError("copies='' names no switch: give None (the default), 'none', "
+                             f"'all', or names from {', '.join(COPIES)}")
         if copies == "all":
             return frozenset(COPIES)
         if copies == "none":
@@ -73,29 +79,43 @@ def parse_copies(copies: str | Iterable[str] | None) -> frozenset[str]:
     return names
 
 
+def own_float(x: float) -> float:
+    """An equal float (same bits) that the calling thread made."""
+    return _unpack_double(_pack_double(x))[0]
+
+
+def own_int(x: int) -> int:
+    """An equal int that the calling thread made (small ints stay the shared immortals)."""
+    return int.from_bytes(x.to_bytes(x.bit_length() // 8 + 1, "little", signed=True),
+                          "little", signed=True)
+
+
 def thread_copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
-    """An equal copy of ``value`` made of objects the calling thread makes now: floats
-    with the same bits, ints, strings, numpy arrays (same dtype, shape, bytes and writeability)
-    and scalars, and lists, tuples, dicts and sets of them rebuilt; anything else through
-    :func:`copy.deepcopy`, or ``value`` itself when it cannot be copied (a lock, a
-    module: it stays shared). Immortal objects (small ints, ``None``, interned strings)
-    cost nothing to share and come back as they are. ``memo`` keeps shared structure
-    shared within one copy, as ``deepcopy`` does."""
+    """An equal copy of ``value`` made of objects the calling thread makes now, for the
+    values whose copy behaves exactly as the original: floats (same bits), ints, strings,
+    bytes, numpy scalars, plain ``numpy.ndarray`` s that are C- or Fortran-contiguous (same
+    dtype, shape, layout and writeability: numpy picks its kernels by layout, so a strided
+    view is left shared), and lists, tuples and dicts of them, rebuilt in order.
+    Everything else comes back as it is, shared as without the switch: immortal objects
+    (they count no references), sets (a rebuilt set may iterate in another order), array
+    subclasses, strided views, and any other object (whose identity or copy semantics the
+    model may rely on). ``memo`` keeps shared structure shared within one copy."""
     memo = {} if memo is None else memo
     key = id(value)
     if key in memo:
         return memo[key]
+    if _is_immortal(value):
+        return value
     cls = value.__class__
     if cls is float:
-        out: Any = _unpack_double(_pack_double(value))[0]
+        out: Any = own_float(value)
     elif cls is int:
-        out = int.from_bytes(value.to_bytes(value.bit_length() // 8 + 1, "little",
-                                            signed=True), "little", signed=True)
-    elif cls is bool or value is None:
-        return value
+        out = own_int(value)
     elif cls is str or cls is bytes:
         out = (value + value[:1])[:len(value)] if value else value  # a new equal object
-    elif isinstance(value, np.ndarray):
+    elif cls is np.ndarray:
+        if not (value.flags.c_contiguous or value.flags.f_contiguous):
+            return value
         out = np.array(value, copy=True, order="K")
         if not value.flags.writeable:
             out.flags.writeable = False
@@ -112,31 +132,37 @@ def thread_copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
         memo[key] = out
         for k, v in value.items():
             out[thread_copy(k, memo)] = thread_copy(v, memo)
-    elif cls is set or cls is frozenset:
-        out = cls(thread_copy(v, memo) for v in value)
     else:
-        try:
-            out = copy.deepcopy(value, memo)
-        except Exception:
-            out = value  # cannot be copied: shared, as without the switch
+        return value
     memo[key] = out
     return out
 
 
 def worker_model(model: Any) -> Any:
-    """A copy of ``model`` for the calling thread: a shallow copy of the object whose
-    attribute values are :func:`thread_copy` copies, so that ``self.<name>`` in a handler
-    loads only this thread's objects. A model without ``__dict__`` (or one that cannot be
-    copied) comes back as it is."""
+    """A copy of ``model`` for the calling thread: an instance of the model's class made
+    without calling ``__init__`` (``object.__new__``), whose attributes — its instance
+    dict in the original's order, then its ``__slots__`` — are :func:`thread_copy` copies,
+    so that ``self.<name>`` in a handler loads only this thread's objects where they can
+    be copied exactly. The copy is made when the runtime makes its workers (construction,
+    ``reset``, ``resize``): attributes set on the model after that are not in it (a model
+    whose handlers read attributes it sets later should leave ``model`` out of the copies).
+    A model that cannot be made so comes back as it is."""
+    cls = type(model)
     try:
-        twin = copy.copy(model)
-    except Exception:
-        return model
-    attributes = getattr(model, "__dict__", None)
-    if attributes is None or twin is model:
+        twin = object.__new__(cls)
+    except TypeError:
         return model
     memo: dict[int, Any] = {id(model): twin}
-    for name, value in attributes.items():
+    names = list(getattr(model, "__dict__", {}))
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else [s for s in slots
+                                                        if s not in ("__dict__", "__weakref__")]
+    for name in names:
+        try:
+            value = object.__getattribute__(model, name)
+        except AttributeError:
+            continue  # an empty slot
         object.__setattr__(twin, name, thread_copy(value, memo))
     return twin
 

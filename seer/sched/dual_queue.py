@@ -14,6 +14,7 @@ the claimer of an entity takes what earlier windows sent it with plain loads (no
 pushes to the other parity's words during a window): one atomic per cross-entity event.
 After the barrier, the coordinator adds the workers' calendar entries and computes the
 next window.
+
 This is SEER's runtime, :class:`SeerRuntime`: with ``runtime.py``'s base it is the whole
 of a step (``docs/architecture.md``, "Read one step"); the hot loop each thread runs is
 :mod:`seer.sched.worker`'s. The work assignment is a strategy (``assignment=``: home
@@ -44,10 +45,17 @@ from seer.queues import BufferLayout, EventArena, ParallelExecutiveList
 from seer.queues.protocol import QueueFactory, get_queues
 from seer.runtime import MAX_THREADS, Runtime, StepResult, step_limit_error
 from seer.sched.assignment import Assignment, get_assignment
-from seer.sched.copies import COPIES, parse_copies, worker_handlers, worker_model
+from seer.sched.copies import (
+    COPIES,
+    own_float,
+    own_int,
+    parse_copies,
+    worker_handlers,
+    worker_model,
+)
 from seer.sched.pool import WorkerPool
 from seer.sched.windows import EntityEvents
-from seer.sched.worker import TracingWindowWorker, WindowWorker, own_float, own_int
+from seer.sched.worker import TracingWindowWorker, WindowWorker
 
 __all__ = ["SeerRuntime"]
 
@@ -72,7 +80,10 @@ class SeerRuntime(Runtime):
     (default: :func:`seer.queues.selected_path`). ``spin_us``: how long idle workers spin
     before parking; ``hot_spin_us``: how long while a step runs, so that they catch its
     next window without a futex wake-up (the coordinator's pause between two windows is
-    about 100 µs on PCS; see :class:`~seer.sched.pool.WorkerPool`).
+    about 100 µs on PCS; see :class:`~seer.sched.pool.WorkerPool`). ``copies``: the
+    per-worker copies each thread makes of what workers would share (None: the class's
+    ``default_copies``, else :data:`seer.sched.copies.DEFAULT_COPIES`; ``"all"``,
+    ``"none"``, or names: :mod:`seer.sched.copies`).
     """
 
     name = "seer"
@@ -142,11 +153,13 @@ class SeerRuntime(Runtime):
     # -- set-up ---------------------------------------------------------------------------
     def _make_workers(self) -> None:
         """Fresh slabs, accessors and claimers for every thread (after construction, reset
-        and resize), each made on its own thread together with new contexts and rows for
-        the entities homed there (:meth:`Assignment.home`): free-threaded CPython counts
-        references to an object with a plain add only on the thread that made it, and with
-        an atomic one (slower, and contended when shared) everywhere else, so the objects a
-        thread touches on every event should be its own (``docs/performance.md``)."""
+        and resize), each made on its own thread, with the per-worker copies of
+        ``self.copies`` (:mod:`seer.sched.copies`: new contexts and rows for the entities
+        homed there, :meth:`Assignment.home`; the handler table; the snapshot views; the
+        model): free-threaded CPython counts references to an object with a plain add only
+        on the thread that made it, and with an atomic one (slower, and contended when
+        shared) everywhere else, so the objects a thread touches on every event should be
+        its own (``docs/performance.md``)."""
         for old in self._workers:
             old.slab.release()  # its free records go back to the arena's pool
         pool = self._pool

@@ -47,7 +47,7 @@ __all__ = ["WorkerPool", "WorkerStats"]
 class WorkerStats:
     """Per-thread counters since the last :meth:`WorkerPool.reset_stats`.
 
-    Filled in by the runtime (the windowed dual-queue runtimes; others leave them 0):
+    Filled in by the runtime (SEER's runtime and the peers built on it; others leave them 0):
 
     * ``events``, ``entities``: events run, and entity runs (one per claimed entity and
       window);

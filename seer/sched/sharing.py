@@ -31,14 +31,12 @@ with the GIL it refuses, since nothing there is counted per thread.
 from __future__ import annotations
 
 import ctypes
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from seer.errors import ModelError
 from seer.model import Model, sample_actions_of
 
 __all__ = ["SharingReport", "SharingRow", "owner_of", "sharing_audit", "uncounted"]
@@ -50,23 +48,39 @@ _ELEMENTS = 64
 
 
 def _header_ok() -> bool:
-    """Whether object headers have the free-threaded layout this module reads."""
-    if not hasattr(sys, "_is_gil_enabled"):
+    """Whether object headers have the free-threaded layout this module reads: a
+    free-threaded build (``Py_GIL_DISABLED``), whose ``ob_type`` sits at offset 24."""
+    import sysconfig
+
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
         return False
     probe = [1.5]
     return ctypes.c_void_p.from_address(id(probe) + 24).value == id(list)
+
+
+_FREE_THREADED_HEADER = _header_ok()
+
+
+def _check_header() -> None:
+    if not _FREE_THREADED_HEADER:
+        raise RuntimeError("seer.sched.sharing reads free-threaded CPython's object headers "
+                           "(the owning thread of each object): run it on a free-threaded "
+                           "build (python3.13t / python3.14t); this interpreter has the GIL "
+                           "build's headers, where no reference is counted per thread")
 
 
 def owner_of(obj: Any) -> int:
     """The owning thread's id (``ob_tid``) of ``obj``: 0 when no thread owns it, which is
     so for immortal objects and for *merged* ones, whose owner let go of its last local
     reference while others held some (every thread then counts references atomically)."""
+    _check_header()
     return ctypes.c_uint64.from_address(id(obj)).value
 
 
 def uncounted(obj: Any) -> bool:
     """Whether loading ``obj`` counts no reference: it is immortal, or its references are
     deferred (functions, classes, modules)."""
+    _check_header()
     address = id(obj)
     return (ctypes.c_uint32.from_address(address + 12).value == _IMMORTAL_LOCAL
             or bool(ctypes.c_uint8.from_address(address + 11).value & _GC_BITS_DEFERRED))
@@ -186,9 +200,7 @@ def sharing_audit(model: Model, *, threads: int = 2, steps: int = 2, seed: int =
     """Step ``model`` ``steps`` times on ``SeerRuntime(model, threads=threads,
     copies=copies, trace=True, **options)`` and list what its threads share (see the module
     docstring). The model's ``sample_actions(step)`` gives the actions, if it has one."""
-    if not _header_ok() or sys._is_gil_enabled():
-        raise ModelError("the sharing audit reads free-threaded CPython's object headers: "
-                         "run it on a free-threaded build (3.13t/3.14t) with the GIL off")
+    _check_header()
     from seer.sched.dual_queue import SeerRuntime
 
     actions = sample_actions_of(model)

@@ -12,7 +12,6 @@ worker's results (:meth:`WindowWorker.collect`).
 from __future__ import annotations
 
 import heapq
-import struct
 import time
 from collections.abc import Callable
 from functools import partial
@@ -29,10 +28,11 @@ from seer.queues import NIL, PelClaimer
 from seer.queues.protocol import IntakeWorker
 from seer.sched.assignment import Claimer
 from seer.sched.calendar import CalendarBatch
+from seer.sched.copies import own_float
 from seer.sched.pool import WorkerStats
 from seer.trace import Trace
 
-__all__ = ["TracingWindowWorker", "WindowWorker", "own_float", "own_int"]
+__all__ = ["TracingWindowWorker", "WindowWorker"]
 
 _ns = time.perf_counter_ns
 _heappush = heapq.heappush
@@ -41,19 +41,6 @@ _tuple_new = tuple.__new__
 _NO_FAILURE = (1e999, 1 << 64)  # above every event key (constants: immortal)
 _STOPPED = (-1e999, -1)  # below every event key: the bound after the event limit
 _tau_of, _seq_of, _target_of = itemgetter(0), itemgetter(1), itemgetter(2)
-_pack_double = struct.Struct("<d").pack
-_unpack_double = struct.Struct("<d").unpack
-
-
-def own_float(x: float) -> float:
-    """An equal float (same bits) that the calling thread made."""
-    return _unpack_double(_pack_double(x))[0]
-
-
-def own_int(x: int) -> int:
-    """An equal int that the calling thread made (small ints stay the shared immortals)."""
-    return int.from_bytes(x.to_bytes(x.bit_length() // 8 + 1, "little", signed=True),
-                          "little", signed=True)
 
 
 class WindowWorker:
@@ -173,7 +160,7 @@ class WindowWorker:
         if self.failure_key < bound:
             bound = self.failure_key
         heaps, contexts, handlers = self.heaps, self.contexts, self.handlers
-        push, snapshot = self.push, self.snapshot
+        push, snapshot, model = self.push, self.snapshot, self.model
         cal = self.cal
         cal_t, cal_s, cal_e = cal.tau.append, cal.seq.append, cal.entity.append
         pop = _heappop
@@ -190,6 +177,7 @@ class WindowWorker:
                     # in between (the entity's heap is only ever run by its claimer).
                     ctx._self_push = partial(_heappush, heap)
                     ctx.snapshot = snapshot
+                    ctx.model = model  # this thread's copy, with that switch
                 # Events by position, as in run_event (seer.events, "Layout").
                 while heap and heap[0] < bound:
                     ev = pop(heap)

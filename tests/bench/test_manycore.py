@@ -37,16 +37,20 @@ def test_the_prepared_run_writes_every_part(tiny):
     assert collected["configurations"][0]["name"] == "bench-c0-f1"
     assert len(collected["configurations"]) + len(collected["not_measured"]) == 4
     assert (tiny / "stpa_collect.npz").exists()
-    assert json.loads((tiny / "holdout.json").read_text())["configurations"]
+    switches = json.loads((tiny / "switches.json").read_text())["workloads"]["pcs10@2"]
+    assert {"seer(2)", "seer-copies-all(2)", "seer-copies-none(2)", "seer-backoff-2(2)",
+            "seer-backoff-8(2)"} <= set(switches["summary"])
+    assert switches["ceiling"] is not None  # each variant beside independent:T
+    assert (tiny / "perf.json").exists() or "not installed" in (tiny / "perf.log").read_text()
 
 
 def test_the_report_renders_every_part_with_the_many_core_goals(tiny):
     text = (tiny / "RESULTS-manycore.md").read_text()
     goals = [line for line in text.splitlines() if line.startswith("| 16 cores: ")]
-    assert len(goals) == 3 and all("| not measured |" in g for g in goals)  # a 2-core run
+    assert len(goals) == 5 and all("| not measured |" in g for g in goals)  # a 2-core run
     assert "| T=1 | T=2 |" in text and "## SEER and its peers, 2 threads" in text
     assert "bench-c0-f1 2" in text or "bench-c0-f1 1" in text
-    assert "Fresh scans on this" in text
+    assert "## SEER's switches: per-worker copies and steal back-off" in text
     assert "Aircraft 800 UAVs (~200 µs events): seer(2)" not in text  # the 2-core goals
     assert sorted(p.name for p in (tiny / "figures").iterdir()) == [
         "manycore_cpu_per_thread.png", "manycore_efficiency_scans.png"]
@@ -118,4 +122,4 @@ def test_built_bundle_runs_offline_without_the_gil(tmp_path):
 def test_every_committed_many_core_file_is_read_by_the_report():
     names = {p.stem for p in (ROOT / "bench" / "results" / "manycore").glob("*.json")}
     assert names <= {"efficiency", "load_balance_aircraft", "load_balance_pcs", "stpa_collect",
-                     "holdout"} and "efficiency" in names
+                     "holdout", "switches"} and "efficiency" in names

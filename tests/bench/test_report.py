@@ -51,7 +51,7 @@ def test_a_missing_part_reads_as_not_measured(tmp_path):
 def test_every_committed_result_file_is_read_by_a_report():
     """Only the result files a report renders are committed."""
     read = {"efficiency", "memory", "marl_loop", "replicas", "stpa", "pursuit", "mpe",
-            "parallelism", "load_balance_aircraft", "load_balance_pcs"}
+            "parallelism", "load_balance_aircraft", "load_balance_pcs", "switches"}
     files = {p.stem for p in RESULTS.glob("*.json")}
     assert files == read
     from bench.report import once_parts

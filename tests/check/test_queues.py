@@ -39,6 +39,14 @@ def test_the_other_assignments_hand_out_every_item_once():
         assert report.failure is None and report.exhaustive
 
 
+def test_stealing_that_backs_off_hands_out_every_item_once():
+    from seer.sched.assignment import Steal
+
+    for threads, items in ((2, 6), (3, 7)):
+        report = claims_check(Steal(backoff=1), threads=threads, items=items).run()
+        assert report.failure is None and report.exhaustive
+
+
 def test_every_claimer_mistake_of_the_tutorial_is_caught():
     from examples.locality_steal import LocalitySteal
     from examples.mistakes import FullChunksOnly, Overlapping, PlainRead, buggy

@@ -120,3 +120,24 @@ def test_home_claims_hand_out_every_item_exactly_once(path, threads):
     got = sorted(x for part in claimed for x in part)
     assert got == sorted(published)  # nothing lost, nothing claimed twice
     assert sum(steals) > 0
+
+
+def test_a_strategy_may_keep_its_own_words_per_segment(path):
+    from seer.queues.pel import SEGMENT_WORDS, segment_word
+
+    pel = ParallelExecutiveList.create(100, segments=4)
+    words = {segment_word(k, i) for k in range(4) for i in range(SEGMENT_WORDS)}
+    assert len(words) == 4 * SEGMENT_WORDS  # no two segments share a word
+    assert all(segment_word(k, i) // SEGMENT_WORDS == segment_word(k) // SEGMENT_WORDS
+               for k in range(4) for i in range(SEGMENT_WORDS))  # one line a segment
+    acc = pel.ctl.accessor(path)
+    ready = np.arange(40)
+    pel.publish_homed(ready, ready % 4, 4)
+    for k in range(4):
+        acc.fetch_add(segment_word(k, 1), k + 1)
+        acc.fetch_add(segment_word(k), 3)  # claim 3 items of each segment
+    pel.publish_homed(ready, ready % 4, 4)
+    assert [acc.load(segment_word(k)) for k in range(4)] == pel.seg_start  # cursors reset
+    assert [acc.load(segment_word(k, 1)) for k in range(4)] == [1, 2, 3, 4]  # left alone
+    with pytest.raises(ValueError, match="segment word 8"):
+        segment_word(0, SEGMENT_WORDS)

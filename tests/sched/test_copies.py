@@ -58,7 +58,7 @@ def test_the_runtime_names_its_copies():
         assert all(w.handlers is rt._handlers and w.model is model for w in rt._workers)
 
 
-@pytest.mark.parametrize("bad", ["models", ["contexts", "rows"], 3])
+@pytest.mark.parametrize("bad", ["models", ["contexts", "rows"], 3, "", " "])
 def test_an_unknown_switch_is_named(bad):
     with pytest.raises(ModelError, match="copies"):
         parse_copies(bad)
@@ -69,12 +69,15 @@ def test_thread_copy_makes_equal_objects_of_its_own():
     nan = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000123))[0]
     frozen = np.arange(6.0).reshape(2, 3)
     frozen.flags.writeable = False
-    value = {"x": 1.25, "big": 10**30, "nan": nan, "name": "a longer name",
+    # values made at run time: constants of the code object are immortal (never copied)
+    value = {"x": float("1.25"), "big": int("1" + "0" * 30), "nan": nan,
+             "name": "".join(["a longer", " name"]),
              "table": [(1.5, 2.5), (3.5, 4.5)], "frozen": frozen, "scalar": np.float32(2.5),
              "lock": threading.Lock()}
     value["again"] = value["table"]  # shared structure stays shared within the copy
     out = thread_copy(value)
     assert out["x"] == 1.25 and out["x"] is not value["x"]
+    assert thread_copy(1.5) is 1.5  # noqa: F632 - an immortal constant comes back as it is
     assert out["big"] == 10**30 and out["big"] is not value["big"]
     assert struct.pack("<d", out["nan"]) == struct.pack("<d", nan)
     assert out["name"] == value["name"] and out["name"] is not value["name"]
@@ -85,6 +88,17 @@ def test_thread_copy_makes_equal_objects_of_its_own():
     assert out["scalar"] == value["scalar"] and out["scalar"].dtype == np.float32
     assert out["lock"] is value["lock"]  # cannot be copied: shared
 
+
+def test_thread_copy_shares_what_a_copy_could_change():
+    base = np.arange(12.0).reshape(3, 4)
+    strided = base[:, ::2]  # numpy picks kernels by layout: a contiguous copy could differ
+    fortran = np.asfortranarray(base)
+    values = {"strided": strided, "masked": np.ma.array(base), "set": {5000, 2050, 995},
+              "object": object(), "fortran": fortran}
+    out = thread_copy(values)
+    for name in ("strided", "masked", "set", "object"):
+        assert out[name] is values[name], name
+    assert out["fortran"] is not fortran and out["fortran"].flags.f_contiguous
 
 def test_a_worker_model_is_made_of_the_workers_own_objects():
     model = PCS(width=6, height=6)
