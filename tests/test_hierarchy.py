@@ -108,3 +108,25 @@ def test_the_registry_loads_its_providers_once_for_many_threads():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_moved_modules_still_import_with_a_warning():
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('error')\n"
+            "for old, new in __import__('seer.sched').sched.MOVED_MODULES.items():\n"
+            "    try:\n"
+            "        __import__(old)\n"
+            "    except DeprecationWarning as w:\n"
+            "        assert new in str(w), w\n"
+            "    else:\n"
+            "        raise SystemExit(f'{old}: no warning')\n"
+            "warnings.simplefilter('ignore')\n"
+            "import sys, seer.sched.executor, seer.peers.executor\n"
+            "assert sys.modules['seer.sched.executor'] is seer.peers.executor\n"
+            "from seer.sched.threaded import validate_threads, MAX_THREADS\n"
+            "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

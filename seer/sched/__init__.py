@@ -29,6 +29,8 @@ audit of what they still share).
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import threading
 import warnings
@@ -46,6 +48,7 @@ from seer.serial import SerialRuntime
 __all__ = [
     "ASSIGNMENTS",
     "MAX_THREADS",
+    "MOVED_MODULES",
     "PEER_CLASSES",
     "RUNTIMES",
     "RUNTIME_PROVIDERS",
@@ -151,6 +154,43 @@ def register_runtime(cls: type[Runtime], *, replace: bool = False,
     RUNTIMES[name] = cls
     return cls
 
+
+#: Modules that moved: their old paths still import (the same module object), with a
+#: DeprecationWarning.
+MOVED_MODULES: dict[str, str] = {
+    "seer.sched.executor": "seer.peers.executor",
+    "seer.sched.global_queue": "seer.peers.global_queue",
+    "seer.sched.optimistic": "seer.peers.optimistic",
+    "seer.sched.blas": "seer.blas",
+    "seer.sched.threaded": "seer.runtime",  # MAX_THREADS, validate_threads; Runtime owns threads
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import seer.sched.executor`` (and the other :data:`MOVED_MODULES`): the module at
+    its new path, under the old name too, with a DeprecationWarning that names the new."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec: Any) -> Any:
+        new = MOVED_MODULES[spec.name]
+        message = f"{spec.name} moved to {new}; import it from there"
+        try:
+            warnings.warn(message, DeprecationWarning, stacklevel=2,
+                          skip_file_prefixes=("<frozen importlib",))
+        except TypeError:  # Python before 3.12: no skip_file_prefixes
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return importlib.import_module(new)
+
+    def exec_module(self, module: Any) -> None:
+        """The module at the new path is already executed."""
+
+
+if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 #: The peers' classes, which moved to seer.peers: ``seer.sched.StaticRuntime`` and
 #: ``seer.StaticRuntime`` load them on first use.
