@@ -413,7 +413,39 @@ def switches_section(r: Results) -> list[str]:
             "and with stealing that leaves a segment of fewer than B x T items to its owner "
             "(`Steal(backoff=B)`); each cell: speed-up over serial / CPU ratio / share of the "
             "ceiling (T independent serial runs). `seer` is the default.", "",
-            *table(["runtime", "copies", "steal back-off", *keys], rows), ""]
+            *table(["runtime", "copies", "steal back-off", *keys], rows), "",
+            *_switch_verdict(sw, keys), ""]
+
+
+#: A variant is ahead of (behind) the default when its speed-up is at least this much
+#: above (below) the default's in every column that decides (docs/manycore.md).
+SWITCH_MARGIN = 0.05
+
+
+def _switch_verdict(sw: dict, keys: list[str]) -> list[str]:
+    """Which variants beat the default ``seer`` by :data:`SWITCH_MARGIN` in every column
+    at 8 threads or more (every column when none has that many), which lose, and which
+    are level: the line docs/manycore.md's "adopt what wins" reads."""
+    deciding = [k for k in keys if sw["workloads"][k]["threads"] >= 8] or keys
+    ahead, behind = [], []
+    for name in sw["workloads"][keys[0]]["copies"]:
+        if name == "seer":
+            continue
+        ratios = []
+        for key in deciding:
+            w = sw["workloads"][key]
+            mine = w["summary"].get(f"{name}({w['threads']})")
+            base = w["summary"].get(f"seer({w['threads']})")
+            if mine and base and base["speedup"]:
+                ratios.append(mine["speedup"] / base["speedup"])
+        if ratios and min(ratios) >= 1 + SWITCH_MARGIN:
+            ahead.append(f"`{name}` ({min(ratios):.2f}-{max(ratios):.2f}x)")
+        elif ratios and max(ratios) <= 1 - SWITCH_MARGIN:
+            behind.append(f"`{name}` ({min(ratios):.2f}-{max(ratios):.2f}x)")
+    where = ", ".join(deciding)
+    return [f"Against the default's speed-up in {where}: ahead by at least "
+            f"{SWITCH_MARGIN:.0%} in every column: {', '.join(ahead) or 'none'}; behind: "
+            f"{', '.join(behind) or 'none'}; the rest level."]
 
 
 def also_measured(r: Results) -> list[str]:

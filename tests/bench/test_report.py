@@ -140,3 +140,20 @@ def test_the_hotspot_goal_takes_the_closest_peer_over_every_peak():
     assert row[2].startswith("1.11") and "static(2) on pcs_gain8" in row[2] and row[3] == "yes"
     del eff["workloads"]["pcs_gain8"]
     assert goal_rows(Results(efficiency=eff), goal)[0][2] == "not measured"
+
+
+def test_the_switches_verdict_names_what_wins_at_many_threads():
+    from bench.markdown import _switch_verdict
+
+    def workload(threads, fast, slow):
+        return {"threads": threads, "copies": {"seer": [], "seer-fast": [], "seer-slow": []},
+                "summary": {f"seer({threads})": {"speedup": 4.0},
+                            f"seer-fast({threads})": {"speedup": 4.0 * fast},
+                            f"seer-slow({threads})": {"speedup": 4.0 * slow}}}
+
+    sw = {"workloads": {"pcs10@4": workload(4, 0.5, 2.0), "pcs10@8": workload(8, 1.1, 0.8),
+                        "pcs10@16": workload(16, 1.2, 0.9)}}
+    line = _switch_verdict(sw, list(sw["workloads"]))[0]
+    assert "in pcs10@8, pcs10@16" in line  # 4 threads do not decide
+    assert "ahead by at least 5% in every column: `seer-fast` (1.10-1.20x)" in line
+    assert "behind: `seer-slow` (0.80-0.90x)" in line
