@@ -523,6 +523,14 @@ class Runtime(ABC):
         self._pool.run_setup(seed)
 
     def _step(self, batch: ActionBatch) -> StepResult:
+        t_end = self._begin_step(batch)
+        self._run(t_end)
+        return self._end_step()
+
+    def _begin_step(self, batch: ActionBatch) -> float:
+        """A step up to its events: the snapshot, ``prepare_step``, the action counters and
+        the actions queued; returns the step's end τ_{t+1}. (A runtime that steps several
+        models in one pool runs each model's part here, then all their events.)"""
         t_end = (self._step_index + 1) * self.spec.step_length
         self._status = _FAILED  # until the step completes
         self._take_snapshot()
@@ -539,7 +547,10 @@ class Runtime(ABC):
             else:
                 np.add.at(self._external_counters, batch.entity_array, 1)
         self._push_externals(batch)
-        self._run(t_end)
+        return t_end
+
+    def _end_step(self) -> StepResult:
+        """A step after its events: the step count, ``strict_steps``, the outputs."""
         self._step_index += 1
         if self.model.strict_steps and self.pending:
             raise self._pending_error()

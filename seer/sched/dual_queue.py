@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from seer.actions import ActionBatch
-from seer.errors import event_of
+from seer.errors import ModelError, RuntimeStateError, event_of
 from seer.model import Context, Model, make_row, make_row_class
 from seer.queues import BufferLayout, EventArena, ParallelExecutiveList
 from seer.queues.protocol import QueueFactory, get_queues
@@ -83,7 +83,9 @@ class SeerRuntime(Runtime):
     about 100 µs on PCS; see :class:`~seer.sched.pool.WorkerPool`). ``copies``: the
     per-worker copies each thread makes of what workers would share (None: the class's
     ``default_copies``, else :data:`seer.sched.copies.DEFAULT_COPIES`; ``"all"``,
-    ``"none"``, or names: :mod:`seer.sched.copies`).
+    ``"none"``, or names: :mod:`seer.sched.copies`). ``pool``: run on this
+    :class:`~seer.sched.pool.WorkerPool` of ``threads`` threads, owned by someone else
+    (:mod:`seer.vector` steps several runtimes on one), instead of a pool of its own.
     """
 
     name = "seer"
@@ -101,7 +103,8 @@ class SeerRuntime(Runtime):
                  queues: str | QueueFactory | None = None,
                  arena_capacity: int | None = None, atomics_path: str | None = None,
                  spin_us: float = 50.0, hot_spin_us: float = 1000.0,
-                 copies: str | Iterable[str] | None = None) -> None:
+                 copies: str | Iterable[str] | None = None,
+                 pool: WorkerPool | None = None) -> None:
         self.assignment = get_assignment(assignment or self.default_assignment)
         #: The per-worker copies this runtime makes (:mod:`seer.sched.copies`).
         self.copies = parse_copies(copies if copies is not None else self.default_copies)
@@ -141,7 +144,18 @@ class SeerRuntime(Runtime):
         self._atomics_path = atomics_path
         self._workers: list[WindowWorker] = []
         self._bound: tuple[float, int] = (0.0, -1)
+        self._window_actions = False  # the window running takes the step's actions
         self._out: tuple | None = None
+        #: Another runtime's pool this one runs on (``pool=``), which it neither resizes nor
+        #: closes; None: its own.
+        self._shared_pool = pool
+        if pool is not None:
+            if pool.threads != self._threads:
+                raise ModelError(f"pool= has {pool.threads} threads, threads={self._threads}")
+            self._pool = pool
+            self._trace_threads()
+            self._make_workers()
+            return
         pool = self._use_pool(WorkerPool(self._threads, name=self._thread_name(),
                                          spin_us=spin_us, hot_spin_us=hot_spin_us))
         try:
@@ -237,6 +251,9 @@ class SeerRuntime(Runtime):
         self._make_workers()
 
     def _resize_threads(self, threads: int) -> None:
+        if self._shared_pool is not None:
+            raise RuntimeStateError(f"{type(self).__name__} runs on a pool it shares: resize "
+                                    "the runtime that owns it")
         self._pool.resize(threads)
         self._make_workers()
 
@@ -299,35 +316,56 @@ class SeerRuntime(Runtime):
                                              f"with {len(ready)} ready entities")
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
-        self._bound = bound
-        actions = self._pending_actions is not None
-        if actions:
-            self._hand_out_actions()
-        # A new LEQ epoch per window: the wake-up below is the barrier it needs.
-        self._epoch = epoch = self._epoch + 1
-        for w in self._workers:
-            w.leq.set_epoch(epoch)
-        self._abort = self._interrupted  # a Ctrl-C between windows still stops this one
+        start = self._open_window(ready, bound)
         pool = self._pool
-        trace = self.trace
-        if trace is not None:
-            start = _ns()
-            trace.counter(0, "ready entities", len(ready))
         try:
             if len(ready) == 1 or pool.threads == 1:
                 self._workers[0].run_entities(ready.tolist(), bound)
             else:
-                self.assignment.publish(self._pel, ready, pool.threads, self.spec.n_entities)
+                self._publish_window(ready)
                 pool.run(self._window_task, self._stop_threads,
                          give_up_after=self._give_up_after)
         except BaseException as exc:
             self._collect()
             self._raise_failure(exc)
         finally:
-            if actions:
-                self._settle_actions()
-            if trace is not None:
-                self._trace_window(start, len(ready), bound)
+            self._settle_window(start, len(ready), bound)
+        self._close_window()
+
+    # The phases of a window, apart, so that a runtime stepping several models in one pool
+    # can run the windows of all of them in one pool task (seer.vector).
+    def _open_window(self, ready: np.ndarray, bound: tuple[float, int]) -> int:
+        """Before a window runs: its bound, the step's actions handed out (in its first
+        window), a new LEQ epoch, the abort flag; returns the trace's start clock (0)."""
+        self._bound = bound
+        self._window_actions = self._pending_actions is not None
+        if self._window_actions:
+            self._hand_out_actions()
+        # A new LEQ epoch per window: the wake-up that runs it is the barrier it needs.
+        self._epoch = epoch = self._epoch + 1
+        for w in self._workers:
+            w.leq.set_epoch(epoch)
+        self._abort = self._interrupted  # a Ctrl-C between windows still stops this one
+        if self.trace is None:
+            return 0
+        self.trace.counter(0, "ready entities", len(ready))
+        return _ns()
+
+    def _publish_window(self, ready: np.ndarray) -> None:
+        """The window's ready entities into the PEL, for the pool's threads to claim."""
+        self.assignment.publish(self._pel, ready, self._pool.threads, self.spec.n_entities)
+
+    def _settle_window(self, start: int, ready: int, bound: tuple[float, int]) -> None:
+        """After a window's threads are back, whatever happened: actions left unclaimed
+        go to their heaps, and the trace gets the window."""
+        if self._window_actions:
+            self._settle_actions()
+        if self.trace is not None:
+            self._trace_window(start, ready, bound)
+
+    def _close_window(self) -> None:
+        """After a window: its results collected, and the κ-smallest handler failure any
+        thread recorded raised."""
         self._collect()
         failures = [f for w in self._workers if (f := w.take_failure()) is not None]
         if failures:

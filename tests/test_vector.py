@@ -1,0 +1,98 @@
+"""K environments on one pool (seer.vector): each model's results are those of stepping it
+alone, bit for bit, on every thread count; the pool's threads run every model's windows."""
+
+from __future__ import annotations
+
+import pytest
+
+from seer.errors import HandlerError, ModelError, RuntimeStateError
+from seer.serial import SerialRuntime
+from seer.testing import RandomModel, assert_outputs_identical, assert_states_identical
+from seer.vector import VectorRuntime
+from workloads.pcs import PCS
+
+
+def _alone(models, seeds, steps):
+    """Each model stepped alone on the serial runtime: outputs after reset and each step,
+    and the runtimes (for their states)."""
+    runs = []
+    for model, seed in zip(models, seeds, strict=True):
+        rt = SerialRuntime(model)
+        outs = [rt.reset(seed)]
+        outs += [rt.step(model.sample_actions(t)) for t in range(steps)]
+        runs.append((rt, outs))
+    return runs
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("sizes", [(30,), (20, 45), (10, 60, 25)])
+def test_every_model_steps_as_it_does_alone(threads, sizes):
+    models = [RandomModel(n, seed=100 + i, fanout=2, p_fan_in=0.5, lookahead=0.25 * (i % 2))
+              for i, n in enumerate(sizes)]
+    steps = 4
+    alone = _alone(models, [7 + k for k in range(len(models))], steps)
+    with VectorRuntime(models, threads=threads) as vec:
+        outs = [vec.reset(7)]
+        outs += [vec.step([m.sample_actions(t) for m in models]) for t in range(steps)]
+        for k, (rt, expected) in enumerate(alone):
+            for t, exp in enumerate(expected):
+                assert_outputs_identical(exp, outs[t][k], f"environment {k}, step {t}: ")
+            assert_states_identical(rt, vec.envs[k], f"environment {k}: ")
+            rt.close()
+        assert sum(env.events_run for env in vec.envs) > 0
+        assert all(env.pool is vec.pool for env in vec.envs)
+
+
+def test_two_pcs_grids_of_different_sizes():
+    models = [PCS(width=8, height=8), PCS(width=12, height=6)]
+    alone = _alone(models, [3, 9], 3)
+    with VectorRuntime(models, threads=2) as vec:
+        vec.reset([3, 9])
+        outs = [vec.step([m.sample_actions(t) for m in models]) for t in range(3)]
+        for k, (rt, expected) in enumerate(alone):
+            assert_outputs_identical(expected[-1], outs[-1][k], f"environment {k}: ")
+            assert_states_identical(rt, vec.envs[k])
+            rt.close()
+
+
+class Boom(RandomModel):
+    def on_ping(self, ctx, event):  # the planted failure
+        if ctx.now > 1.0:
+            raise ValueError("boom")
+        super().on_ping(ctx, event)
+
+
+def test_bad_input_is_named_and_a_failed_step_needs_reset():
+    models = [RandomModel(20, seed=1), RandomModel(20, seed=2)]
+    with VectorRuntime(models, threads=2) as vec:
+        with pytest.raises(RuntimeStateError, match="environment 0 needs reset"):
+            vec.step()
+        vec.reset(0)
+        with pytest.raises(ModelError, match="needs 2 actions"):
+            vec.step([None])
+        with pytest.raises(ModelError, match="an int or 2 seeds"):
+            vec.reset([1, 2, 3])
+        vec.step()
+    with pytest.raises(ModelError, match="at least one model"):
+        VectorRuntime([])
+
+
+def test_a_handler_error_fails_the_step_and_reset_recovers():
+    models = [RandomModel(20, seed=1), Boom(20, seed=2)]
+    with VectorRuntime(models, threads=2) as vec:
+        vec.reset(0)
+        with pytest.raises(HandlerError, match="boom"):
+            for t in range(6):
+                vec.step([m.sample_actions(t) for m in models])
+        with pytest.raises(RuntimeStateError):
+            vec.step()
+        vec.reset(0)
+        vec.step([m.sample_actions(0) for m in models])
+
+
+def test_the_benchmark_checks_its_states_against_serial():
+    from bench.vector import _models, measure
+
+    result = measure(_models(False, smoke=True), threads=2, steps=2, rounds=1)
+    assert result["identical"] is True
+    assert set(result["seconds_per_step"]) == {"vector", "seer in turn", "serial in turn"}
