@@ -11,8 +11,9 @@ model's window and going on to the next model's when that one has no work left (
 thread that finishes one environment's work takes another's, within the step.
 
 This is the core of a vector environment: ``reset`` and ``step`` take and return one item
-per model, in model order. A model's handler error fails the whole step, as in one
-runtime, and the vector runtime then needs ``reset``.
+per model, in model order, for every model or for a subset (``envs=``: the others stay
+as they are, which autoreset and ``send``/``recv`` build on). A model's handler error
+fails the whole step, as in one runtime, and every model then needs ``reset``.
 """
 
 from __future__ import annotations
@@ -71,35 +72,42 @@ class VectorRuntime:
     def threads(self) -> int:
         return self.pool.threads
 
-    def reset(self, seed: int | Sequence[int | None] | None = None) -> list[StepResult]:
+    def reset(self, seed: int | Sequence[int | None] | None = None, *,
+              envs: Sequence[int] | None = None) -> list[StepResult]:
         """Start an episode of every model (model ``k`` seeded as the class docstring
-        says); their initial outputs."""
-        seeds = self._seeds(seed)
+        says), or of the models ``envs`` only (``seed``: an int for model ``envs[0]``,
+        ``+ 1`` for the next, or one seed each); their initial outputs, in that order."""
+        which = self._which(envs)
+        seeds = self._seeds(seed, len(which))
         with self._operation("reset"):
-            return [env.reset(s) for env, s in zip(self.envs, seeds, strict=True)]
+            return [self.envs[k].reset(s) for k, s in zip(which, seeds, strict=True)]
 
-    def step(self, actions: Sequence[Any] | None = None) -> list[StepResult]:
-        """One step of every model, their events run side by side on the pool; the
-        models' outputs, in model order. Every model's actions are checked before anything
-        changes."""
+    def step(self, actions: Sequence[Any] | None = None, *,
+             envs: Sequence[int] | None = None) -> list[StepResult]:
+        """One step of every model, or of the models ``envs`` only (the others stay as
+        they are), their events run side by side on the pool; the outputs, in that order.
+        ``actions``: one item per model stepped. Every model's actions are checked before
+        anything changes."""
+        which = self._which(envs)
         if actions is None:
-            actions = [None] * len(self.envs)
-        if len(actions) != len(self.envs):
-            raise ModelError(f"step() needs {len(self.envs)} actions (one per environment), "
-                             f"got {len(actions)}")
+            actions = [None] * len(which)
+        if len(actions) != len(which):
+            raise ModelError(f"step() needs {len(which)} actions (one per environment "
+                             f"stepped), got {len(actions)}")
         with self._operation("step"):
-            for k, env in enumerate(self.envs):
+            stepped = [self.envs[k] for k in which]
+            for k, env in zip(which, stepped, strict=True):
                 if env._status != "ready":
                     env._check_open()
                     raise RuntimeStateError(f"environment {k} needs reset() first")
             batches = [action_batch(env.model, env.spec, a, env.time, env._external_counters,
                                     env._action_marks)
-                       for env, a in zip(self.envs, actions, strict=True)]
+                       for env, a in zip(stepped, actions, strict=True)]
             # Ctrl-C as one runtime's operation takes it (seer.interrupts): recorded in
             # SEER's own code, raised when the step ends; the step then needs a reset.
             guard = interrupts.enter(self._stop, self._mark_failed)
             try:
-                results = self._guarded(batches)
+                results = self._guarded(stepped, batches)
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     guard.pending = 0  # this is the Ctrl-C: raise it once
@@ -122,14 +130,14 @@ class VectorRuntime:
         self.close()
 
     # -- the step ---------------------------------------------------------------------------
-    def _guarded(self, batches: list) -> list[StepResult]:
+    def _guarded(self, envs: list[SeerRuntime], batches: list) -> list[StepResult]:
         """The step with BLAS capped and the pool hot; after a failure every model needs
         ``reset``, and the pool gets new threads (unless some never came back)."""
         try:
             with blas_cap(1):
                 self.pool.hot = True
                 try:
-                    return self._step(batches)
+                    return self._step(envs, batches)
                 finally:
                     self.pool.hot = False
         except BaseException:
@@ -138,15 +146,15 @@ class VectorRuntime:
                 self.pool.restart()
             raise
 
-    def _step(self, batches: list) -> list[StepResult]:
-        ends = [env._begin_step(batch) for env, batch in zip(self.envs, batches, strict=True)]
-        limits = [env.events_run + env._event_limit for env in self.envs]
+    def _step(self, envs: list[SeerRuntime], batches: list) -> list[StepResult]:
+        ends = [env._begin_step(batch) for env, batch in zip(envs, batches, strict=True)]
+        limits = [env.events_run + env._event_limit for env in envs]
         windows: list[Iterator | None] = [
             env._events.windows(t_end, env.spec.lookahead)
-            for env, t_end in zip(self.envs, ends, strict=True)]
+            for env, t_end in zip(envs, ends, strict=True)]
         while True:
-            open_ = []  # (env, t_min, ready, bound, start)
-            for k, env in enumerate(self.envs):
+            open_ = []  # (k, env, t_min, ready, bound, start)
+            for k, env in enumerate(envs):
                 if windows[k] is None:
                     continue
                 window = next(windows[k], None)
@@ -169,7 +177,7 @@ class VectorRuntime:
                     raise env._step_limit_error(int(ready[0]), None,
                                                 f"window at t={t_min!r} with {len(ready)} "
                                                 "ready entities")
-        return [env._end_step() for env in self.envs]
+        return [env._end_step() for env in envs]
 
     def _run_windows(self, open_: list) -> None:
         """One pool task for the open windows of every model; then each model settles
@@ -203,8 +211,17 @@ class VectorRuntime:
         for env in self.envs:
             env._mark_failed()
 
-    def _seeds(self, seed: Any) -> list:
+    def _which(self, envs: Sequence[int] | None) -> list[int]:
+        """The models an operation applies to: ``envs`` (distinct indices), or all."""
         k = len(self.envs)
+        if envs is None:
+            return list(range(k))
+        which = [int(e) for e in envs]
+        if len(set(which)) != len(which) or not all(0 <= e < k for e in which):
+            raise ModelError(f"envs must be distinct indices in range({k}), got {list(envs)}")
+        return which
+
+    def _seeds(self, seed: Any, k: int) -> list:
         if seed is None:
             return [None] * k
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):

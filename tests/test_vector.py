@@ -96,3 +96,30 @@ def test_the_benchmark_checks_its_states_against_serial():
     result = measure(_models(False, smoke=True), threads=2, steps=2, rounds=1)
     assert result["identical"] is True
     assert set(result["seconds_per_step"]) == {"vector", "seer in turn", "serial in turn"}
+
+
+def test_a_subset_steps_and_resets_alone():
+    models = [RandomModel(25, seed=5), RandomModel(35, seed=6), RandomModel(15, seed=7)]
+    ref = [SerialRuntime(m) for m in models]
+    with VectorRuntime(models, threads=2) as vec:
+        vec.reset([1, 2, 3])
+        for rt, s in zip(ref, [1, 2, 3], strict=True):
+            rt.reset(s)
+        plan = [None, [0, 2], [1], None, [2]]  # which models step at each call (None: all)
+        for t, which in enumerate(plan):
+            ks = range(3) if which is None else which
+            outs = vec.step([models[k].sample_actions(ref[k].step_index) for k in ks],
+                            envs=which)
+            for k, out in zip(ks, outs, strict=True):
+                exp = ref[k].step(models[k].sample_actions(ref[k].step_index))
+                assert_outputs_identical(exp, out, f"call {t}, environment {k}: ")
+        assert [e.step_index for e in vec.envs] == [r.step_index for r in ref] == [3, 3, 4]
+        again = vec.reset(11, envs=[1])  # only model 1 starts over, seeded 11
+        assert_outputs_identical(ref[1].reset(11), again[0])
+        assert [e.step_index for e in vec.envs] == [3, 0, 4]
+        for k in range(3):
+            assert_states_identical(ref[k], vec.envs[k], f"environment {k}: ")
+        with pytest.raises(ModelError, match="distinct indices"):
+            vec.step([None, None], envs=[1, 1])
+    for rt in ref:
+        rt.close()
