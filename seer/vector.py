@@ -34,7 +34,7 @@ from seer.runtime import StepResult, validate_threads
 from seer.sched.dual_queue import SeerRuntime
 from seer.sched.pool import WorkerPool
 
-__all__ = ["VectorRuntime"]
+__all__ = ["AUTORESET_MODES", "SeerVectorEnv", "VectorRuntime"]
 
 
 class VectorRuntime:
@@ -243,3 +243,158 @@ class VectorRuntime:
             yield
         finally:
             self._lock.release()
+
+
+#: gymnasium 1.x's autoreset modes, by their values (``gymnasium.vector.AutoresetMode``).
+AUTORESET_MODES = ("NextStep", "SameStep", "Disabled")
+
+
+def _autoreset_mode(mode: Any) -> Any:
+    """``mode`` (a name of :data:`AUTORESET_MODES` or gymnasium's enum) as gymnasium's
+    ``AutoresetMode`` where gymnasium is installed, else as its name."""
+    value = getattr(mode, "value", mode)
+    if value not in AUTORESET_MODES:
+        raise ModelError(f"autoreset_mode must be one of {AUTORESET_MODES} (or "
+                         f"gymnasium.vector.AutoresetMode), got {mode!r}")
+    try:
+        from gymnasium.vector import AutoresetMode
+    except ImportError:
+        return value
+    return AutoresetMode(value)
+
+
+def _episode_seed(base: Any, episode: int) -> np.random.SeedSequence | None:
+    """The seed of episode ``episode`` (1, 2, ... after a ``reset``) of an environment
+    reset with ``base``: that seed's child ``episode`` (None stays None: fresh entropy)."""
+    if base is None:
+        return None
+    if isinstance(base, np.random.SeedSequence):
+        return np.random.SeedSequence(base.entropy, spawn_key=(*base.spawn_key, episode),
+                                      pool_size=base.pool_size)
+    return np.random.SeedSequence(int(base), spawn_key=(episode,))
+
+
+class SeerVectorEnv:
+    """K multi-agent environments on one pool, with gymnasium 1.x's vector conventions:
+    arrays with a leading environment axis and autoreset.
+
+    ``models``: K models, or a callable making one and ``num_envs``. ``step(actions)``
+    takes one item per environment (whatever the model's ``action_events`` takes; an
+    array with a leading K axis works) and returns ``(observations, rewards,
+    terminations, truncations, infos)``: observations ``[K, agents, ...]`` (an object
+    array when shapes differ), rewards ``[K, agents]`` float64, terminations and
+    truncations ``[K, agents]`` bool, infos a list of K dicts (``"agents"``: the per-agent
+    infos, ``"step"``). A model's ``max_steps`` attribute truncates every agent at that
+    step, as :class:`~seer.marl.SeerParallelEnv` does. An environment's episode is over
+    when every agent is terminated or truncated.
+
+    ``autoreset_mode`` (``metadata["autoreset_mode"]``), as gymnasium defines them:
+    ``NextStep`` (the default: the step after an episode's end resets that environment
+    instead of stepping it, returning its first observations with zero rewards and no
+    terminations), ``SameStep`` (the environment is reset in the step that ended it; the
+    last observations are in its info's ``"final_obs"``), ``Disabled`` (reset with
+    ``reset(options={"reset_mask": mask})``). An automatic reset seeds episode ``e`` of
+    environment ``k`` from its seed at the last ``reset`` and ``e``, so results depend on
+    the seeds only, not on which environments ended when."""
+
+    def __init__(self, models: Sequence[Model] | Callable[[], Model], *,
+                 num_envs: int | None = None, threads: int = 2,
+                 autoreset_mode: Any = "NextStep", **options: Any) -> None:
+        if callable(models):
+            if not isinstance(num_envs, int) or num_envs < 1:
+                raise ModelError("a model factory needs num_envs >= 1")
+            models = [models() for _ in range(num_envs)]
+        self.metadata = {"autoreset_mode": _autoreset_mode(autoreset_mode)}
+        self._mode = getattr(self.metadata["autoreset_mode"], "value",
+                             self.metadata["autoreset_mode"])
+        self.runtime = VectorRuntime(models, threads=threads, **options)
+        self.num_envs = self.runtime.num_envs
+        self._max_steps = [getattr(env.model, "max_steps", None) for env in self.runtime.envs]
+        self._base: list[Any] = [None] * self.num_envs  # seed at the last explicit reset
+        self._episode = [0] * self.num_envs
+        self._done = np.zeros(self.num_envs, np.bool_)
+        self._last: list[tuple | None] = [None] * self.num_envs
+
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, list[dict]]:
+        """Reset every environment, or those of ``options["reset_mask"]`` (a K-bool
+        array); ``seed``: an int (environment ``k`` gets ``seed + k``) or K seeds."""
+        mask = (options or {}).get("reset_mask")
+        which = (list(range(self.num_envs)) if mask is None
+                 else np.flatnonzero(np.asarray(mask, np.bool_)).tolist())
+        seeds = self.runtime._seeds(seed, self.num_envs)
+        chosen = [seeds[k] for k in which]
+        results = self.runtime.reset(chosen, envs=which)
+        for k, s, r in zip(which, chosen, results, strict=True):
+            self._base[k], self._episode[k] = s, 0
+            self._done[k] = False
+            self._last[k] = self._unpack(k, r)
+        obs, _rew, _term, _trunc, infos = self._stack()
+        return obs, infos
+
+    def step(self, actions: Sequence[Any]) -> tuple:
+        """One step of every environment (see the class docstring for autoreset)."""
+        if len(actions) != self.num_envs:
+            raise ModelError(f"step() needs {self.num_envs} actions, got {len(actions)}")
+        restart = np.flatnonzero(self._done).tolist() if self._mode == "NextStep" else []
+        stepped = [k for k in range(self.num_envs) if k not in restart]
+        if restart:
+            self._auto_reset(restart)
+        if stepped:
+            results = self.runtime.step([actions[k] for k in stepped], envs=stepped)
+            for k, r in zip(stepped, results, strict=True):
+                self._last[k] = self._unpack(k, r)
+                self._done[k] = bool(np.all(self._last[k][2] | self._last[k][3]))
+        obs, rew, term, trunc, infos = self._stack()
+        if self._mode == "SameStep":
+            ended = [k for k in stepped if self._done[k]]
+            if ended:
+                final = {k: (obs[k], infos[k]) for k in ended}
+                self._auto_reset(ended)
+                obs, _r, _t, _u, fresh = self._stack()
+                for k in ended:
+                    fresh[k]["final_obs"], fresh[k]["final_info"] = final[k]
+                infos = fresh
+        return obs, rew, term, trunc, infos
+
+    def close(self) -> None:
+        self.runtime.close()
+
+    def __enter__(self) -> SeerVectorEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _auto_reset(self, which: list[int]) -> None:
+        """Start the next episode of the environments ``which``, seeded from their seed
+        at the last ``reset`` and the episode's number."""
+        seeds = []
+        for k in which:
+            self._episode[k] += 1
+            seeds.append(_episode_seed(self._base[k], self._episode[k]))
+        for k, r in zip(which, self.runtime.reset(seeds, envs=which), strict=True):
+            self._done[k] = False
+            self._last[k] = self._unpack(k, r)
+            self._last[k][1][:] = 0.0  # the first observations come with no reward
+
+    def _unpack(self, k: int, r: StepResult) -> tuple:
+        """``r`` as (observations, rewards, terminations, truncations, info), with the
+        model's ``max_steps`` truncating every agent."""
+        trunc = np.array(r.truncations, np.bool_)
+        limit = self._max_steps[k]
+        if limit is not None and r.step >= limit:
+            trunc[:] = True
+        return (r.observations, np.array(r.rewards, np.float64),
+                np.array(r.terminations, np.bool_), trunc,
+                {"agents": r.infos, "step": r.step})
+
+    def _stack(self) -> tuple:
+        last = self._last
+        try:
+            obs = np.stack([np.stack([np.asarray(o) for o in x[0]]) for x in last])
+        except (ValueError, TypeError):
+            obs = np.empty(len(last), object)
+            obs[:] = [x[0] for x in last]
+        return (obs, np.stack([x[1] for x in last]), np.stack([x[2] for x in last]),
+                np.stack([x[3] for x in last]), [dict(x[4]) for x in last])

@@ -3,6 +3,7 @@ alone, bit for bit, on every thread count; the pool's threads run every model's 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from seer.errors import HandlerError, ModelError, RuntimeStateError
@@ -123,3 +124,81 @@ def test_a_subset_steps_and_resets_alone():
             vec.step([None, None], envs=[1, 1])
     for rt in ref:
         rt.close()
+
+
+def _pcs(max_steps):
+    return PCS(width=4, height=4, max_steps=max_steps)
+
+
+def _reference(k, base, schedule):
+    """Environment ``k`` stepped alone on serial along ``schedule`` ("step" or "reset"
+    for each call after the first reset): the outputs of each call."""
+    from seer.vector import _episode_seed
+
+    model = _pcs(2)
+    rt = SerialRuntime(model)
+    outs, episode = [rt.reset(base + k)], 0
+    for what in schedule:
+        if what == "reset":
+            episode += 1
+            outs.append(rt.reset(_episode_seed(base + k, episode)))
+        else:
+            outs.append(rt.step(model.sample_actions(rt.step_index)))
+    rt.close()
+    return outs
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_next_step_autoreset_restarts_an_ended_episode_in_the_next_step(threads):
+    from seer.vector import SeerVectorEnv
+
+    models = [_pcs(2) for _ in range(3)]
+    with SeerVectorEnv(models, threads=threads) as env:
+        assert env.metadata["autoreset_mode"].value == "NextStep"
+        obs, infos = env.reset(seed=5)
+        assert obs.shape == (3, 16, 6) and len(infos) == 3
+        calls = []
+        for _ in range(5):  # steps 1, 2 (truncated: max_steps), reset, 1, 2
+            acts = [m.sample_actions(env.runtime.envs[k].step_index)
+                    for k, m in enumerate(models)]
+            calls.append(env.step(acts))
+        schedule = ["step", "step", "reset", "step", "step"]
+        for k in range(3):
+            ref = _reference(k, 5, schedule)
+            for t, (o, r, term, trunc, _info) in enumerate(calls):
+                exp = ref[t + 1]
+                assert np.array_equal(o[k], np.stack(exp.observations)), (k, t)
+                if schedule[t] == "reset":
+                    assert not r[k].any() and not trunc[k].any() and not term[k].any()
+                else:
+                    assert np.array_equal(r[k], exp.rewards), (k, t)
+                    assert trunc[k].all() == (exp.step >= 2), (k, t)
+
+
+def test_same_step_autoreset_returns_the_final_observations_in_the_info():
+    from seer.vector import SeerVectorEnv
+
+    models = [_pcs(2) for _ in range(2)]
+    with SeerVectorEnv(models, threads=2, autoreset_mode="SameStep") as env:
+        env.reset(seed=9)
+        out1 = env.step([m.sample_actions(0) for m in models])
+        out2 = env.step([m.sample_actions(1) for m in models])
+        for k in range(2):
+            ref = _reference(k, 9, ["step", "step", "reset"])
+            assert np.array_equal(out1[0][k], np.stack(ref[1].observations))
+            assert np.array_equal(out2[4][k]["final_obs"], np.stack(ref[2].observations))
+            assert out2[3][k].all()  # the step ended the episode (max_steps)
+            assert np.array_equal(out2[0][k], np.stack(ref[3].observations))  # reset now
+            assert env.runtime.envs[k].step_index == 0
+
+
+def test_disabled_autoreset_and_a_masked_reset():
+    from seer.vector import SeerVectorEnv
+
+    with pytest.raises(ModelError, match="autoreset_mode"):
+        SeerVectorEnv([_pcs(2)], autoreset_mode="sometimes")
+    with SeerVectorEnv(lambda: _pcs(None), num_envs=2, autoreset_mode="Disabled") as env:
+        env.reset(seed=1)
+        env.step([None, None])
+        env.reset(seed=[None, 4], options={"reset_mask": np.array([False, True])})
+        assert [e.step_index for e in env.runtime.envs] == [1, 0]
