@@ -129,7 +129,8 @@ def test_the_audit_sees_what_each_switch_stops_sharing():
     none = sharing_audit(model, threads=2, copies="none").paths(contended=True)
     default = sharing_audit(model, threads=2).paths(contended=True)
     every = sharing_audit(model, threads=2, copies="all").paths(contended=True)
-    assert {"model", "handlers", "worker.snapshot", "contexts[*].row"} <= none
+    # what every thread reaches whatever it ran (which entities each ran is timing)
+    assert {"model", "handlers", "worker.snapshot"} <= none
     assert "model" in default and "handlers" not in default
     assert "worker.snapshot" not in default
     assert not {p for p in every if p.startswith(("model", "handlers", "worker."))}
