@@ -786,6 +786,21 @@ class Runtime(ABC):
             err.emitted = busiest._counter
         return self._explain_step_limit(err)
 
+    def _window_done(self, limit: int, e: int, t_min: float, ready: int | None = None) -> None:
+        """After a window of a parallel runtime: count it; a Ctrl-C that arrived during it,
+        or more events this step than ``limit`` (the count to stay at or under), ends the
+        step here. ``e``, ``t_min`` and ``ready`` (its ready entities, where the runtime
+        has them) name the window in the error."""
+        self.windows_run += 1
+        if self._interrupted:
+            raise KeyboardInterrupt
+        if self.events_run > limit:
+            self._mark_failed()
+            where = f"window at t={t_min!r}"
+            if ready is not None:
+                where += f" with {ready} ready entities"
+            raise self._step_limit_error(e, None, where)
+
     def _explain_step_limit(self, err: StepLimitError) -> StepLimitError:
         """Fill in what only the runtime knows (the step, the kind's name, where the step
         started and ends) and rewrite the message with it (a worker thread made ``err``)."""

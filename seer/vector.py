@@ -169,14 +169,7 @@ class VectorRuntime:
                 break
             self._run_windows(open_)
             for k, env, t_min, ready, _bound, _start in open_:
-                env.windows_run += 1
-                if env._interrupted:
-                    raise KeyboardInterrupt
-                if env.events_run > limits[k]:
-                    env._mark_failed()
-                    raise env._step_limit_error(int(ready[0]), None,
-                                                f"window at t={t_min!r} with {len(ready)} "
-                                                "ready entities")
+                env._window_done(limits[k], int(ready[0]), t_min, len(ready))
         return [env._end_step() for env in envs]
 
     def _run_windows(self, open_: list) -> None:

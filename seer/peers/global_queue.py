@@ -135,12 +135,7 @@ class GlobalQueueRuntime(Runtime):
                     self.events_run += w.events
                     stats.events += w.events
                     w.events = 0
-            self.windows_run += 1
-            if self._interrupted:
-                raise KeyboardInterrupt
-            if self.events_run > limit:
-                self._mark_failed()
-                raise self._step_limit_error(head.target, None, f"window at t={head.tau!r}")
+            self._window_done(limit, head.target, head.tau)
 
     def _window_task(self, index: int) -> None:
         """Pop and run events ``< B`` until none is left. A handler's ``Exception`` stops

@@ -108,7 +108,7 @@ class RuntimeRegistry(MutableMapping[str, type[Runtime]]):
     def provide(self, cls: type[Runtime]) -> None:
         """Register a provider's runtime under ``cls.name``, unless something registered
         that name first (a user's runtime wins over a provider's)."""
-        self._classes.setdefault(register_runtime(cls, replace=True, store=False).name, cls)
+        self._classes.setdefault(_checked_runtime(cls).name, cls)
 
     def __setitem__(self, name: str, cls: type[Runtime]) -> None:
         self._classes[name] = cls
@@ -133,19 +133,23 @@ RUNTIMES: RuntimeRegistry = RuntimeRegistry({cls.name: cls
                                              for cls in (SerialRuntime, SeerRuntime)})
 
 
-def register_runtime(cls: type[Runtime], *, replace: bool = False,
-                     store: bool = True) -> type[Runtime]:
-    """Make ``cls`` available to :func:`make_runtime` (and the benchmarks) under
-    ``cls.name``; returns ``cls``, so it can decorate a class. A name already taken is an
-    error unless ``replace``. (``store=False``: only check ``cls``.)"""
+def _checked_runtime(cls: Any) -> type[Runtime]:
+    """``cls`` if it is a :class:`Runtime` subclass with a name of its own, else the
+    :class:`ModelError` that says what is missing."""
     if not (isinstance(cls, type) and issubclass(cls, Runtime)):
         raise ModelError(f"register_runtime needs a Runtime subclass, got {cls!r}")
     name = cls.name
     if not isinstance(name, str) or not name or name == Runtime.name:
         raise ModelError(f"{cls.__name__} needs a class attribute name = '...' to be "
                          "registered")
-    if not store:
-        return cls
+    return cls
+
+
+def register_runtime(cls: type[Runtime], *, replace: bool = False) -> type[Runtime]:
+    """Make ``cls`` available to :func:`make_runtime` (and the benchmarks) under
+    ``cls.name``; returns ``cls``, so it can decorate a class. A name already taken is an
+    error unless ``replace``."""
+    name = _checked_runtime(cls).name
     taken = RUNTIMES._classes.get(name)
     if taken is None and not replace:
         taken = RUNTIMES.get(name)  # a provider's runtime, loaded now

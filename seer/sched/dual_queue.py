@@ -307,13 +307,7 @@ class SeerRuntime(Runtime):
         limit = self.events_run + self._event_limit
         for t_min, ready, bound in self._events.windows(t_end, self.spec.lookahead):
             self._run_window(ready, bound)
-            self.windows_run += 1
-            if self._interrupted:
-                raise KeyboardInterrupt
-            if self.events_run > limit:
-                self._mark_failed()
-                raise self._step_limit_error(int(ready[0]), None, f"window at t={t_min!r} "
-                                             f"with {len(ready)} ready entities")
+            self._window_done(limit, int(ready[0]), t_min, len(ready))
 
     def _run_window(self, ready: np.ndarray, bound: tuple[float, int]) -> None:
         start = self._open_window(ready, bound)
