@@ -19,6 +19,7 @@ fails the whole step, as in one runtime, and every model then needs ``reset``.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -35,6 +36,18 @@ from seer.sched.dual_queue import SeerRuntime
 from seer.sched.pool import WorkerPool
 
 __all__ = ["AUTORESET_MODES", "SeerVectorEnv", "VectorRuntime"]
+
+
+class _Flight:
+    """One model's step in progress: its windows, its event limit, the next window (None:
+    the step has no events left) and, once ended, its result."""
+
+    __slots__ = ("env", "k", "limit", "result", "window", "windows")
+
+    def __init__(self, k: int, env: SeerRuntime, windows: Iterator, limit: int,
+                 window: tuple | None) -> None:
+        self.k, self.env, self.windows, self.limit, self.window = k, env, windows, limit, window
+        self.result: StepResult | None = None
 
 
 class VectorRuntime:
@@ -63,6 +76,12 @@ class VectorRuntime:
             raise
         self._lock = threading.Lock()
         self._closed = False
+        # send()/recv(): steps sent and not yet begun, steps begun, steps ended and not yet
+        # received (in the order they ended), and every model in any of these.
+        self._sent: list[tuple[int, Any]] = []
+        self._flights: list[_Flight] = []
+        self._arrived: deque[tuple[int, StepResult]] = deque()
+        self._busy: set[int] = set()
 
     @property
     def num_envs(self) -> int:
@@ -80,6 +99,10 @@ class VectorRuntime:
         which = self._which(envs)
         seeds = self._seeds(seed, len(which))
         with self._operation("reset"):
+            for k in which:
+                if k in self._busy:
+                    raise RuntimeStateError(f"environment {k} is in flight (sent, not yet "
+                                            "received): recv() it first")
             return [self.envs[k].reset(s) for k, s in zip(which, seeds, strict=True)]
 
     def step(self, actions: Sequence[Any] | None = None, *,
@@ -89,32 +112,45 @@ class VectorRuntime:
         ``actions``: one item per model stepped. Every model's actions are checked before
         anything changes."""
         which = self._which(envs)
-        if actions is None:
-            actions = [None] * len(which)
-        if len(actions) != len(which):
-            raise ModelError(f"step() needs {len(which)} actions (one per environment "
-                             f"stepped), got {len(actions)}")
         with self._operation("step"):
+            batches = self._batches(actions, which, "step")
             stepped = [self.envs[k] for k in which]
-            for k, env in zip(which, stepped, strict=True):
-                if env._status != "ready":
-                    env._check_open()
-                    raise RuntimeStateError(f"environment {k} needs reset() first")
-            batches = [action_batch(env.model, env.spec, a, env.time, env._external_counters,
-                                    env._action_marks)
-                       for env, a in zip(stepped, actions, strict=True)]
-            # Ctrl-C as one runtime's operation takes it (seer.interrupts): recorded in
-            # SEER's own code, raised when the step ends; the step then needs a reset.
-            guard = interrupts.enter(self._stop, self._mark_failed)
-            try:
-                results = self._guarded(stepped, batches)
-            except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt):
-                    guard.pending = 0  # this is the Ctrl-C: raise it once
-                    self._mark_failed()
-                interrupts.leave(guard)
-                raise
-            return interrupts.leave(guard, results)
+            return self._interruptible(self._step, stepped, batches)
+
+    def send(self, actions: Sequence[Any] | None, envs: Sequence[int]) -> None:
+        """Start a step of each model of ``envs`` (none of them in flight), with one item of
+        ``actions`` each; :meth:`recv` runs them. Returns at once: the actions are checked,
+        nothing is run. A model sent stays in flight until ``recv`` returns it."""
+        which = self._which(envs)
+        with self._operation("send"):
+            batches = self._batches(actions, which, "send")
+            self._sent += zip(which, batches, strict=True)
+            self._busy.update(which)
+
+    def recv(self, count: int = 1) -> list[tuple[int, StepResult]]:
+        """The first ``count`` models to end the step :meth:`send` started, as ``(model,
+        result)`` pairs in the order they ended (models ending in the same window round
+        in model order). Runs windows of every step in flight, side by side on the pool,
+        until ``count`` have ended; the others stay in flight, between two windows, for
+        the next ``recv``. Which models end first depends on how many windows their steps
+        take, never on timing; each model's results are those of stepping it alone."""
+        with self._operation("recv"):
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ModelError(f"recv() takes a count >= 1, got {count!r}")
+            waiting = len(self._arrived) + len(self._flights) + len(self._sent)
+            if count > waiting:
+                raise ModelError(f"recv({count}) would wait forever: {waiting} "
+                                 f"environment(s) in flight; send() more first")
+            if len(self._arrived) < count:
+                self._interruptible(self._fly, count)
+            out = [self._arrived.popleft() for _ in range(count)]
+            self._busy.difference_update(k for k, _r in out)
+            return out
+
+    @property
+    def in_flight(self) -> list[int]:
+        """The models sent and not yet received, in model order."""
+        return sorted(self._busy)
 
     def close(self) -> None:
         """Close every model's runtime and the pool. Idempotent."""
@@ -130,52 +166,116 @@ class VectorRuntime:
         self.close()
 
     # -- the step ---------------------------------------------------------------------------
-    def _guarded(self, envs: list[SeerRuntime], batches: list) -> list[StepResult]:
-        """The step with BLAS capped and the pool hot; after a failure every model needs
-        ``reset``, and the pool gets new threads (unless some never came back)."""
+    def _batches(self, actions: Sequence[Any] | None, which: list[int], name: str) -> list:
+        """The action batches of the models ``which``, every one checked before anything
+        changes; each model must be ready and not in flight."""
+        if actions is None:
+            actions = [None] * len(which)
+        if len(actions) != len(which):
+            raise ModelError(f"{name}() needs {len(which)} actions (one per environment "
+                             f"stepped), got {len(actions)}")
+        for k in which:
+            if k in self._busy:
+                raise RuntimeStateError(f"environment {k} is in flight (sent, not yet "
+                                        "received): recv() it first")
+            env = self.envs[k]
+            if env._status != "ready":
+                env._check_open()
+                raise RuntimeStateError(f"environment {k} needs reset() first")
+        return [action_batch(self.envs[k].model, self.envs[k].spec, a, self.envs[k].time,
+                             self.envs[k]._external_counters, self.envs[k]._action_marks)
+                for k, a in zip(which, actions, strict=True)]
+
+    def _interruptible(self, run: Callable[..., Any], *args: Any) -> Any:
+        """``run(*args)`` with Ctrl-C taken as one runtime's operation takes it
+        (seer.interrupts: recorded in SEER's own code, raised when the step ends; every
+        model then needs a reset), BLAS capped and the pool hot. After a failure every
+        model needs ``reset``, nothing stays in flight, and the pool gets new threads
+        (unless some never came back)."""
+        guard = interrupts.enter(self._stop, self._mark_failed)
         try:
-            with blas_cap(1):
-                self.pool.hot = True
-                try:
-                    return self._step(envs, batches)
-                finally:
-                    self.pool.hot = False
-        except BaseException:
-            self._mark_failed()
-            if not self.pool.stuck:
-                self.pool.restart()
+            try:
+                with blas_cap(1):
+                    self.pool.hot = True
+                    try:
+                        results = run(*args)
+                    finally:
+                        self.pool.hot = False
+            except BaseException:
+                self._mark_failed()
+                if not self.pool.stuck:
+                    self.pool.restart()
+                raise
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                guard.pending = 0  # this is the Ctrl-C: raise it once
+                self._mark_failed()
+            interrupts.leave(guard)
             raise
+        return interrupts.leave(guard, results)
+
+    def _fly(self, count: int) -> None:
+        """Begin the steps sent, then run window rounds of the steps in flight until
+        ``count`` have ended (into ``_arrived``)."""
+        flights = self._flights
+        for k, batch in self._sent:
+            flights.append(self._begin(k, self.envs[k], batch))
+        self._sent.clear()
+        flights.sort(key=lambda f: f.k)
+        while True:
+            self._arrived += ((f.k, f.result) for f in self._landed(flights))
+            if len(self._arrived) >= count:
+                return
+            self._round(flights)
 
     def _step(self, envs: list[SeerRuntime], batches: list) -> list[StepResult]:
-        ends = [env._begin_step(batch) for env, batch in zip(envs, batches, strict=True)]
-        limits = [env.events_run + env._event_limit for env in envs]
-        windows: list[Iterator | None] = [
-            env._events.windows(t_end, env.spec.lookahead)
-            for env, t_end in zip(envs, ends, strict=True)]
-        while True:
-            open_ = []  # (k, env, t_min, ready, bound, start)
-            for k, env in enumerate(envs):
-                if windows[k] is None:
-                    continue
-                window = next(windows[k], None)
-                if window is None:
-                    windows[k] = None
-                    continue
-                t_min, ready, bound = window
-                start = env._open_window(ready, bound)
-                env._publish_window(ready)
-                open_.append((k, env, t_min, ready, bound, start))
-            if not open_:
-                break
-            self._run_windows(open_)
-            for k, env, t_min, ready, _bound, _start in open_:
-                env._window_done(limits[k], int(ready[0]), t_min, len(ready))
-        return [env._end_step() for env in envs]
+        flights = [self._begin(k, env, batch) for k, env, batch in
+                   zip(range(len(envs)), envs, batches, strict=True)]
+        results: list[StepResult | None] = [None] * len(flights)
+        while flights:
+            for f in self._landed(flights):
+                results[f.k] = f.result
+            if flights:
+                self._round(flights)
+        return results  # type: ignore[return-value]
+
+    @staticmethod
+    def _begin(k: int, env: SeerRuntime, batch: Any) -> _Flight:
+        """Model ``k``'s step up to its events, with its first window found."""
+        t_end = env._begin_step(batch)
+        windows = env._events.windows(t_end, env.spec.lookahead)
+        return _Flight(k, env, windows, env.events_run + env._event_limit, next(windows, None))
+
+    @staticmethod
+    def _landed(flights: list[_Flight]) -> list[_Flight]:
+        """Remove from ``flights`` (in place) the steps with no window left, ended, in
+        model order."""
+        landed = [f for f in flights if f.window is None]
+        if landed:
+            flights[:] = [f for f in flights if f.window is not None]
+            for f in landed:
+                f.result = f.env._end_step()
+        return landed
+
+    def _round(self, flights: list[_Flight]) -> None:
+        """One window of each step in ``flights`` (none of them landed), run side by side
+        on the pool; then each step's next window is found."""
+        open_ = []  # (flight, start)
+        for f in flights:
+            _t_min, ready, bound = f.window
+            start = f.env._open_window(ready, bound)
+            f.env._publish_window(ready)
+            open_.append((f, start))
+        self._run_windows(open_)
+        for f, _start in open_:
+            t_min, ready, _bound = f.window
+            f.env._window_done(f.limit, int(ready[0]), t_min, len(ready))
+            f.window = next(f.windows, None)
 
     def _run_windows(self, open_: list) -> None:
         """One pool task for the open windows of every model; then each model settles
         and closes its window (its handler failure, if any, raised)."""
-        envs = [env for _k, env, *_ in open_]
+        envs = [f.env for f, _start in open_]
         tasks: list[Callable[[int], None]] = [env._window_task for env in envs]
         count = len(tasks)
 
@@ -190,8 +290,9 @@ class VectorRuntime:
                 env._collect()
             envs[0]._raise_failure(exc)
         finally:
-            for _k, env, _t, ready, bound, start in open_:
-                env._settle_window(start, len(ready), bound)
+            for f, start in open_:
+                _t_min, ready, bound = f.window
+                f.env._settle_window(start, len(ready), bound)
         for env in envs:
             env._close_window()
 
@@ -203,6 +304,10 @@ class VectorRuntime:
     def _mark_failed(self) -> None:
         for env in self.envs:
             env._mark_failed()
+        self._sent.clear()
+        self._flights.clear()
+        self._arrived.clear()
+        self._busy.clear()
 
     def _which(self, envs: Sequence[int] | None) -> list[int]:
         """The models an operation applies to: ``envs`` (distinct indices), or all."""
@@ -292,7 +397,8 @@ class SeerVectorEnv:
 
     def __init__(self, models: Sequence[Model] | Callable[[], Model], *,
                  num_envs: int | None = None, threads: int = 2,
-                 autoreset_mode: Any = "NextStep", **options: Any) -> None:
+                 autoreset_mode: Any = "NextStep", batch_size: int | None = None,
+                 **options: Any) -> None:
         if callable(models):
             if not isinstance(num_envs, int) or num_envs < 1:
                 raise ModelError("a model factory needs num_envs >= 1")
@@ -307,6 +413,16 @@ class SeerVectorEnv:
         self._episode = [0] * self.num_envs
         self._done = np.zeros(self.num_envs, np.bool_)
         self._last: list[tuple | None] = [None] * self.num_envs
+        if batch_size is None:
+            batch_size = self.num_envs
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                or not 1 <= batch_size <= self.num_envs):
+            raise ModelError(f"batch_size must be an int in 1..num_envs={self.num_envs}, "
+                             f"got {batch_size!r}")
+        self.batch_size = batch_size
+        self._ready: list[int] = []  # sent environments whose outputs recv() has not given
+        self._received: list[int] = []  # the environments of the last recv()
+        self._actions: Sequence[Any] | None = None  # step_async()'s
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, list[dict]]:
@@ -318,6 +434,7 @@ class SeerVectorEnv:
         seeds = self.runtime._seeds(seed, self.num_envs)
         chosen = [seeds[k] for k in which]
         results = self.runtime.reset(chosen, envs=which)
+        self._ready = [k for k in self._ready if k not in which]
         for k, s, r in zip(which, chosen, results, strict=True):
             self._base[k], self._episode[k] = s, 0
             self._done[k] = False
@@ -327,6 +444,9 @@ class SeerVectorEnv:
 
     def step(self, actions: Sequence[Any]) -> tuple:
         """One step of every environment (see the class docstring for autoreset)."""
+        if self._ready or self.runtime.in_flight:
+            raise RuntimeStateError("step() refused: environments sent with send() are not "
+                                    "yet received; recv() them first")
         if len(actions) != self.num_envs:
             raise ModelError(f"step() needs {self.num_envs} actions, got {len(actions)}")
         restart = np.flatnonzero(self._done).tolist() if self._mode == "NextStep" else []
@@ -349,6 +469,83 @@ class SeerVectorEnv:
                     fresh[k]["final_obs"], fresh[k]["final_info"] = final[k]
                 infos = fresh
         return obs, rew, term, trunc, infos
+
+    # -- gymnasium's step_async / step_wait ---------------------------------------------------
+    def step_async(self, actions: Sequence[Any]) -> None:
+        """Keep ``actions`` for :meth:`step_wait` (gymnasium's split ``step``)."""
+        if len(actions) != self.num_envs:
+            raise ModelError(f"step_async() needs {self.num_envs} actions, got {len(actions)}")
+        self._actions = actions
+
+    def step_wait(self) -> tuple:
+        """``step`` with the actions of the last :meth:`step_async`."""
+        if self._actions is None:
+            raise RuntimeStateError("step_wait() needs step_async(actions) first")
+        actions, self._actions = self._actions, None
+        return self.step(actions)
+
+    # -- EnvPool's send / recv -----------------------------------------------------------------
+    def async_reset(self, *, seed: int | Sequence[int | None] | None = None) -> None:
+        """Reset every environment (``seed`` as in :meth:`reset`) and make each one's first
+        observations ready for :meth:`recv`, ``batch_size`` at a time in environment
+        order. Anything still in flight is dropped."""
+        if self.runtime.in_flight:
+            self.runtime._mark_failed()  # the steps in flight are abandoned
+        self.reset(seed=seed)
+        self._ready = list(range(self.num_envs))
+
+    def send(self, actions: Sequence[Any], env_ids: Sequence[int] | None = None) -> None:
+        """Start a step of each environment of ``env_ids`` (default: those the last
+        :meth:`recv` returned) with one item of ``actions`` each, and return at once;
+        :meth:`recv` runs them. With ``NextStep`` autoreset an environment whose episode
+        ended is reset instead (its action ignored)."""
+        ids = list(self._received if env_ids is None else
+                   np.asarray(env_ids, np.int64).reshape(-1).tolist())
+        if len(actions) != len(ids):
+            raise ModelError(f"send() needs one action per environment in env_ids "
+                             f"({len(ids)}), got {len(actions)}")
+        which = self.runtime._which(ids)
+        pending = set(self._ready) | set(self.runtime.in_flight)
+        for k in which:
+            if k in pending:
+                raise RuntimeStateError(f"environment {k} was sent and not yet received: "
+                                        "recv() it first")
+        restart = [k for k in which if self._mode == "NextStep" and self._done[k]]
+        stepped = [(k, a) for k, a in zip(which, actions, strict=True) if k not in restart]
+        if stepped:
+            self.runtime.send([a for _k, a in stepped], [k for k, _a in stepped])
+        if restart:
+            self._auto_reset(restart)
+            self._ready += restart
+        self._received = []
+
+    def recv(self) -> tuple:
+        """The first ``batch_size`` environments sent to have their outputs: ``(obs,
+        rewards, terminations, truncations, infos, env_ids)``, each with a leading axis of
+        ``batch_size`` (``env_ids``: which environment each row is; also in each info as
+        ``"env_id"``). Environments whose steps take fewer windows come first; an
+        environment's outputs are those of stepping it alone, whatever the order."""
+        need = self.batch_size - len(self._ready)
+        if need > 0:
+            for k, r in self.runtime.recv(need):
+                self._last[k] = self._unpack(k, r)
+                self._done[k] = bool(np.all(self._last[k][2] | self._last[k][3]))
+                self._ready.append(k)
+        ids, self._ready = self._ready[:self.batch_size], self._ready[self.batch_size:]
+        obs, rew, term, trunc, infos = self._stack(ids)
+        if self._mode == "SameStep":
+            ended = [k for k in ids if self._done[k]]
+            if ended:
+                final = {k: (obs[i], infos[i]) for i, k in enumerate(ids) if k in ended}
+                self._auto_reset(ended)
+                obs, _r, _t, _u, infos = self._stack(ids)
+                for i, k in enumerate(ids):
+                    if k in final:
+                        infos[i]["final_obs"], infos[i]["final_info"] = final[k]
+        for i, k in enumerate(ids):
+            infos[i]["env_id"] = k
+        self._received = ids
+        return obs, rew, term, trunc, infos, np.array(ids, np.int64)
 
     def close(self) -> None:
         self.runtime.close()
@@ -382,8 +579,9 @@ class SeerVectorEnv:
                 np.array(r.terminations, np.bool_), trunc,
                 {"agents": r.infos, "step": r.step})
 
-    def _stack(self) -> tuple:
-        last = self._last
+    def _stack(self, ids: Sequence[int] | None = None) -> tuple:
+        """The outputs of the environments ``ids`` (default: all), stacked."""
+        last = self._last if ids is None else [self._last[k] for k in ids]
         try:
             obs = np.stack([np.stack([np.asarray(o) for o in x[0]]) for x in last])
         except (ValueError, TypeError):

@@ -202,3 +202,151 @@ def test_disabled_autoreset_and_a_masked_reset():
         env.step([None, None])
         env.reset(seed=[None, 4], options={"reset_mask": np.array([False, True])})
         assert [e.step_index for e in env.runtime.envs] == [1, 0]
+
+
+# -- send / recv: environments out of lockstep --------------------------------------------------
+def _send_recv_run(models, threads, seeds, plan_seed, calls):
+    """Random sends and recvs on a VectorRuntime: every result received, as (model, step,
+    result), and the order the models arrived in."""
+    rng = np.random.default_rng(plan_seed)
+    got, order = [], []
+    with VectorRuntime(models, threads=threads) as vec:
+        vec.reset(seeds)
+        idle = list(range(len(models)))
+        for _ in range(calls):
+            if idle and (not vec.in_flight or rng.random() < 0.5):
+                ks = sorted(rng.choice(idle, size=rng.integers(1, len(idle) + 1),
+                                       replace=False).tolist())
+                vec.send([models[k].sample_actions(vec.envs[k].step_index) for k in ks], ks)
+                idle = [k for k in idle if k not in ks]
+            else:
+                for k, r in vec.recv(int(rng.integers(1, len(vec.in_flight) + 1))):
+                    got.append((k, r.step, r))
+                    order.append(k)
+                    idle.append(k)
+        if vec.in_flight:
+            for k, r in vec.recv(len(vec.in_flight)):
+                got.append((k, r.step, r))
+                order.append(k)
+    return got, order
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_send_recv_results_are_each_environment_alone(threads):
+    models = [RandomModel(n, seed=40 + i, fanout=2, p_fan_in=0.5, lookahead=0.25 * (i % 2))
+              for i, n in enumerate((30, 12, 50, 20))]
+    seeds = [3, 1, 4, 1]
+    got, order = _send_recv_run(models, threads, seeds, plan_seed=threads, calls=40)
+    ref = [SerialRuntime(m) for m in models]
+    for rt, s in zip(ref, seeds, strict=True):
+        rt.reset(s)
+    for k, step, result in got:  # per model, results arrive in its step order
+        assert ref[k].step_index == step - 1
+        exp = ref[k].step(models[k].sample_actions(ref[k].step_index))
+        assert_outputs_identical(exp, result, f"environment {k}, step {step}: ")
+    assert len(got) >= 10 and len(set(order)) == 4
+    for rt in ref:
+        rt.close()
+
+
+def test_which_environments_arrive_first_does_not_depend_on_the_thread_count():
+    models = [RandomModel(n, seed=60 + i, lookahead=0.1 * i) for i, n in enumerate((25, 25, 40))]
+    orders = [_send_recv_run(models, t, [5, 6, 7], plan_seed=9, calls=30)[1] for t in (1, 3)]
+    assert orders[0] == orders[1]
+
+
+def test_send_recv_misuse_is_named_and_changes_nothing():
+    models = [RandomModel(20, seed=1), RandomModel(20, seed=2)]
+    with VectorRuntime(models, threads=2) as vec:
+        with pytest.raises(RuntimeStateError, match="environment 0 needs reset"):
+            vec.send([None], [0])
+        vec.reset(0)
+        with pytest.raises(ModelError, match="would wait forever"):
+            vec.recv(1)
+        vec.send([None], [1])
+        for bad in (lambda: vec.send([None], [1]), lambda: vec.step([None], envs=[1]),
+                    lambda: vec.reset(0, envs=[1])):
+            with pytest.raises(RuntimeStateError, match="environment 1 is in flight"):
+                bad()
+        with pytest.raises(ModelError, match="recv\\(2\\) would wait forever"):
+            vec.recv(2)
+        with pytest.raises(ModelError, match="count >= 1"):
+            vec.recv(0)
+        assert vec.in_flight == [1]
+        vec.step([None], envs=[0])  # a model not in flight still steps on its own
+        [(k, result)] = vec.recv(1)
+        assert (k, result.step) == (1, 1) and vec.in_flight == []
+
+
+def test_a_handler_error_in_recv_drops_every_flight_and_reset_recovers():
+    models = [RandomModel(20, seed=1), Boom(20, seed=2)]
+    with VectorRuntime(models, threads=2) as vec:
+        vec.reset(0)
+        with pytest.raises(HandlerError, match="boom"):
+            for t in range(6):
+                vec.send([m.sample_actions(t) for m in models], [0, 1])
+                vec.recv(2)
+        assert vec.in_flight == []
+        with pytest.raises(RuntimeStateError, match="needs reset"):
+            vec.send([None], [0])
+        vec.reset(0)
+        vec.send([None, None], [0, 1])
+        assert sorted(k for k, _r in vec.recv(2)) == [0, 1]
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_vector_env_send_recv_in_batches_matches_each_environment_alone(mode):
+    from seer.vector import SeerVectorEnv, _episode_seed
+
+    k_envs, base = 4, 20
+    models = [_pcs(3) for _ in range(k_envs)]
+    with SeerVectorEnv(models, threads=2, batch_size=2, autoreset_mode=mode) as env:
+        env.async_reset(seed=base)
+        ref = [SerialRuntime(m) for m in models]
+        episodes = [0] * k_envs
+        last = [rt.reset(base + k) for k, rt in enumerate(ref)]
+        for _ in range(12):
+            obs, rew, _term, _trunc, infos, ids = env.recv()
+            assert obs.shape[0] == rew.shape[0] == len(infos) == len(ids) == 2
+            for i, k in enumerate(ids):
+                assert infos[i]["env_id"] == k
+                rt = ref[k]
+                if mode == "SameStep" and "final_obs" in infos[i]:
+                    episodes[k] += 1
+                    last[k] = rt.reset(_episode_seed(base + k, episodes[k]))
+                assert np.array_equal(obs[i], np.stack(last[k].observations)), k
+                if last[k].step > 0:  # the first observations of an episode: no reward
+                    assert np.array_equal(rew[i], last[k].rewards), k
+            acts = [models[k].sample_actions(env.runtime.envs[k].step_index) for k in ids]
+            for k, a in zip(ids, acts, strict=True):
+                rt = ref[k]
+                if mode == "NextStep" and rt.step_index >= 3:
+                    episodes[k] += 1
+                    last[k] = rt.reset(_episode_seed(base + k, episodes[k]))
+                else:
+                    last[k] = rt.step(a)
+            env.send(acts)  # to the environments of the last recv()
+        assert sum(episodes) >= k_envs  # every environment went through an autoreset
+        with pytest.raises(RuntimeStateError, match="recv\\(\\) them first"):
+            env.step([None] * k_envs)
+        for rt in ref:
+            rt.close()
+
+
+def test_vector_env_batch_size_and_step_async():
+    from seer.vector import SeerVectorEnv
+
+    with pytest.raises(ModelError, match="batch_size"):
+        SeerVectorEnv(lambda: _pcs(None), num_envs=2, batch_size=3)
+    models = [_pcs(None) for _ in range(2)]
+    twins = [_pcs(None) for _ in range(2)]
+    with SeerVectorEnv(models, threads=2) as a, SeerVectorEnv(twins, threads=1) as b:
+        a.reset(seed=1)
+        b.reset(seed=1)
+        with pytest.raises(RuntimeStateError, match="step_async"):
+            a.step_wait()
+        acts = [m.sample_actions(0) for m in models]
+        a.step_async(acts)
+        out_a, out_b = a.step_wait(), b.step(acts)
+        for x, y in zip(out_a[:4], out_b[:4], strict=True):
+            assert np.array_equal(x, y)
