@@ -57,13 +57,21 @@ class VectorRuntime:
 
     ``reset(seed)``: ``seed`` an int (model ``k`` gets ``seed + k``, as gymnasium's vector
     environments seed), K seeds, or None. ``step(actions)``: K actions (None for a model
-    without). Both return K :class:`~seer.runtime.StepResult`."""
+    without). Both return K :class:`~seer.runtime.StepResult`.
 
-    def __init__(self, models: Sequence[Model], *, threads: int = 2, spin_us: float = 50.0,
-                 hot_spin_us: float = 1000.0, **options: Any) -> None:
+    ``threads="auto"``: STPA chooses the thread count from a preflight of all K models
+    stepped together on one pool (:func:`seer.stpa.choose_threads`; a few steps with STPA's
+    own seed, the K models' events and windows counted together); :attr:`stpa` then holds
+    what it measured and predicted (None otherwise)."""
+
+    def __init__(self, models: Sequence[Model], *, threads: int | str = 2,
+                 spin_us: float = 50.0, hot_spin_us: float = 1000.0, **options: Any) -> None:
         models = list(models)
         if not models:
             raise ModelError("VectorRuntime needs at least one model")
+        self.stpa: dict[str, Any] | None = None
+        if isinstance(threads, str) and threads == "auto":
+            threads, self.stpa = _choose_threads(models, spin_us, hot_spin_us, options)
         threads = validate_threads(threads)
         self.pool = WorkerPool(threads, name="seer-vector", spin_us=spin_us,
                                hot_spin_us=hot_spin_us)
@@ -86,6 +94,19 @@ class VectorRuntime:
     @property
     def num_envs(self) -> int:
         return len(self.envs)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The models' counters added up (``events_run``, ``emitted``, ``cross_entity``),
+        ``windows``: the most any model ran (the models' windows run side by side, so the
+        rounds of a step are as many as its model with most windows has), and
+        ``per_env``: each model's own :attr:`~seer.runtime.Runtime.stats`."""
+        per_env = [env.stats for env in self.envs]
+        out: dict[str, Any] = {key: sum(s.get(key, 0) for s in per_env)
+                               for key in ("events_run", "emitted", "cross_entity")}
+        out["windows"] = max(s.get("windows", 0) for s in per_env)
+        out["per_env"] = per_env
+        return out
 
     @property
     def threads(self) -> int:
@@ -343,6 +364,25 @@ class VectorRuntime:
             self._lock.release()
 
 
+def _choose_threads(models: list[Model], spin_us: float, hot_spin_us: float,
+                    options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """STPA's thread count for ``models`` on one pool, from a preflight of all of them."""
+    from seer.model import sample_actions_of
+    from seer.stpa import choose_threads
+    from seer.stpa.preflight import observe
+
+    steppers = [sample_actions_of(m) for m in models]
+
+    def preflight(steps: int) -> Any:
+        return observe(lambda t: VectorRuntime(models, threads=t, spin_us=spin_us,
+                                               hot_spin_us=hot_spin_us, **options),
+                       lambda step: [a(step) for a in steppers],
+                       entities=sum(m.n_entities for m in models),
+                       name=f"{len(models)} models on one pool", steps=steps)
+
+    return choose_threads(None, "seer", preflight=preflight)
+
+
 #: gymnasium 1.x's autoreset modes, by their values (``gymnasium.vector.AutoresetMode``).
 AUTORESET_MODES = ("NextStep", "SameStep", "Disabled")
 
@@ -396,7 +436,7 @@ class SeerVectorEnv:
     the seeds only, not on which environments ended when."""
 
     def __init__(self, models: Sequence[Model] | Callable[[], Model], *,
-                 num_envs: int | None = None, threads: int = 2,
+                 num_envs: int | None = None, threads: int | str = 2,
                  autoreset_mode: Any = "NextStep", batch_size: int | None = None,
                  **options: Any) -> None:
         if callable(models):

@@ -91,12 +91,24 @@ def test_a_handler_error_fails_the_step_and_reset_recovers():
         vec.step([m.sample_actions(0) for m in models])
 
 
-def test_the_benchmark_checks_its_states_against_serial():
-    from bench.vector import _models, measure
+def test_the_benchmark_checks_every_way_against_serial(monkeypatch):
+    import bench.vector as bv
 
-    result = measure(_models(False, smoke=True), threads=2, steps=2, rounds=1)
-    assert result["identical"] is True
-    assert set(result["seconds_per_step"]) == {"vector", "seer in turn", "serial in turn"}
+    result = bv.measure(bv.SMOKE_SETS["dominant"], threads=2, steps=2, rounds=1)
+    assert set(result["ways"]) == {*bv.WAYS, "ceiling"}
+    assert all(w["identical"] for w in result["ways"].values())
+    assert result["ceiling_gain"] > 0
+
+
+    class Misseeded(VectorRuntime):  # a planted difference: every environment seeded off by one
+        def reset(self, seed=None, **kw):
+            return super().reset(seed + 1, **kw)
+
+    monkeypatch.setattr(bv, "VectorRuntime", Misseeded)
+    wrong = bv.measure(bv.SMOKE_SETS["equal"], threads=2, steps=1, rounds=1,
+                       ways=("serial", "vector", "thread pool"), cost_us=5.0)
+    assert wrong["ways"]["vector"]["identical"] is False
+    assert wrong["ways"]["thread pool"]["identical"] is True
 
 
 def test_a_subset_steps_and_resets_alone():
@@ -350,3 +362,26 @@ def test_vector_env_batch_size_and_step_async():
         out_a, out_b = a.step_wait(), b.step(acts)
         for x, y in zip(out_a[:4], out_b[:4], strict=True):
             assert np.array_equal(x, y)
+
+
+def test_threads_auto_runs_one_preflight_of_every_model_together():
+    from seer.stpa.preflight import run_preflight
+
+    models = [PCS(width=8, height=8), PCS(width=6, height=4), PCS(width=5, height=5)]
+    with VectorRuntime(models, threads="auto") as vec:
+        info = vec.stpa
+        assert vec.threads == info["threads"] and 1 <= vec.threads <= info["t_max"]
+        assert info["static"]["entities"] == sum(m.n_entities for m in models)
+        alone = run_preflight(models[0])
+        assert info["static"]["events_per_step"] > alone.static["events_per_step"]
+        alone_runs = _alone(models, [2, 3, 4], 2)
+        outs = [vec.reset(2)]
+        outs += [vec.step([m.sample_actions(t) for m in models]) for t in range(2)]
+        for k, (rt, expected) in enumerate(alone_runs):
+            assert_outputs_identical(expected[-1], outs[-1][k], f"environment {k}: ")
+            rt.close()
+    with VectorRuntime(models, threads=2) as vec:
+        assert vec.stpa is None
+        vec.reset(0)
+        vec.step()
+        assert vec.stats["events_run"] == sum(e.stats["events_run"] for e in vec.envs) > 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -358,18 +359,24 @@ def _shipped() -> Predictor:
     return _loaded[directory][1]
 
 
-def choose_threads(model: Model, runtime: str = "seer", *, predictor: Predictor | None = None,
-                   steps: int | None = None) -> tuple[int, dict[str, Any]]:
+def choose_threads(model: Model | None, runtime: str = "seer", *,
+                   predictor: Predictor | None = None, steps: int | None = None,
+                   preflight: Callable[[int], Preflight] | None = None
+                   ) -> tuple[int, dict[str, Any]]:
     """Run a preflight of ``model`` and predict its thread count. Returns ``(threads,
     info)``; ``info`` holds the prediction, the probe count, the preflight time, the wait
     share and the cap it gives (:func:`thread_cap`) and the features (what
-    ``runtime.stpa`` shows). ``steps`` defaults to the predictor's."""
+    ``runtime.stpa`` shows). ``steps`` defaults to the predictor's. ``preflight(steps)``,
+    when given, runs instead of ``model``'s own (several models on one pool:
+    :mod:`seer.vector`)."""
     if runtime == "serial":
         raise ModelError("runtime 'serial' runs on one thread: there is no thread count to "
                          "predict (choose a parallel runtime, such as 'seer')")
     directory = None if predictor is not None else model_dir()
     predictor = predictor or _shipped()
-    pre: Preflight = run_preflight(model, runtime=runtime, steps=steps or predictor.steps)
+    steps = steps or predictor.steps
+    pre: Preflight = (preflight(steps) if preflight is not None else
+                      run_preflight(model, runtime=runtime, steps=steps))
     features, static = pre.features[None], pre.static_vector()[None]
     y = float(predictor.predict_target(features, pre.mask, static)[0])
     cores = int(pre.static["cores"])
@@ -381,6 +388,8 @@ def choose_threads(model: Model, runtime: str = "seer", *, predictor: Predictor 
             "features": pre.features, "mask": pre.mask,
             "model": str(directory) if directory is not None else "given"}
     return threads, info
+
+
 def predict(model: Model, runtime: str = "seer", **options: Any) -> int:
     """The thread count STPA predicts for ``model`` (runs a preflight; see
     :func:`choose_threads`)."""

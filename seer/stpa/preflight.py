@@ -27,7 +27,7 @@ from seer.model import Model, sample_actions_of
 from seer.stpa.metrics import METRICS, MetricSampler, aggregate, caller_thread_id
 
 __all__ = ["PREFLIGHT_STEPS", "STATIC_FEATURES", "Preflight", "capacity", "default_actions",
-           "machine_t_max", "run_preflight", "usable_cores"]
+           "machine_t_max", "observe", "run_preflight", "usable_cores"]
 
 #: Static features, in feature order.
 STATIC_FEATURES: tuple[str, ...] = (
@@ -119,17 +119,31 @@ def run_preflight(model: Model, *, runtime: str = "seer", probe: int | None = No
     """Run the preflight (see the module docstring). ``t_max`` defaults to
     :func:`machine_t_max` of the usable cores, ``probe`` to ``min(max(2, cores), t_max)``:
     at least two threads, so that sharing is observed.
+
     An exception from the model's code propagates unchanged (it is the model's error).
     Timed steps that run no event raise :class:`~seer.NoEventsError` (there is nothing to
     predict from); fewer than two events a step warn (:class:`~seer.FewEventsWarning`)."""
     from seer.sched import make_runtime
 
+    return observe(lambda threads: make_runtime(model, runtime, threads=threads),
+                   actions or default_actions(model), entities=model.n_entities,
+                   name=getattr(model, "name", type(model).__name__), probe=probe,
+                   steps=steps, t_max=t_max)
+
+
+def observe(build: Callable[[int], Any], actions: Callable[[int], Any], *, entities: int,
+            name: str, probe: int | None = None, steps: int = PREFLIGHT_STEPS,
+            t_max: int | None = None) -> Preflight:
+    """The preflight of what ``build(threads)`` makes: anything with ``reset(seed)``,
+    ``step(actions)``, ``pool`` (a WorkerPool or None), ``stats`` (``events_run``,
+    ``emitted``, ``cross_entity``, ``windows``) and ``close()`` — a runtime, or several
+    models on one pool (:mod:`seer.vector`: ``entities`` then counts all of them).
+    ``actions(t)``: what step ``t`` takes. See :func:`run_preflight`."""
     t0 = time.perf_counter()
     cores = usable_cores()
     t_max = t_max or machine_t_max(cores)
     probe = probe or min(max(2, cores), t_max)
-    actions = actions or default_actions(model)
-    rt = make_runtime(model, runtime, threads=probe)
+    rt = build(probe)
     try:
         rt.reset(PREFLIGHT_SEED)
         rt.step(actions(0))  # warm-up: threads started, caches filled
@@ -157,11 +171,11 @@ def run_preflight(model: Model, *, runtime: str = "seer", probe: int | None = No
     events = after["events_run"] - before["events_run"]
     # A preflight of empty steps measures only the scheduler: its prediction would be noise.
     check_events_ran(events, steps, f"STPA's preflight (threads='auto', seer stpa predict) "
-                     f"ran {steps} step(s)", getattr(model, "name", type(model).__name__))
+                     f"ran {steps} step(s)", name)
     emitted = after["emitted"] - before["emitted"]
     cpu = sum(s.cpu_s for s in stats) if stats is not None else sum(step_seconds)
     static = {
-        "entities": float(model.n_entities),
+        "entities": float(entities),
         "events_per_step": events / steps,
         "mean_event_us": 1e6 * cpu / max(events, 1),
         "cross_fraction": (after["cross_entity"] - before["cross_entity"]) / max(emitted, 1),
