@@ -38,9 +38,9 @@ def load_goals(path: Path = GOALS_FILE) -> list[dict[str, Any]]:
 
 class Results:
     """Every result file a report reads, each None where it was not measured:
-    ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``,
-    ``pursuit``, ``mpe``, ``parallelism``, ``manycore`` (the efficiency part of the many-core
-    run, for the README's figure), and for RESULTS-manycore.md ``stpa_collect`` and ``holdout``."""
+    ``efficiency``, ``stpa``, ``memory``, ``marl_loop``, ``replicas``, ``pursuit``, ``mpe``,
+    ``parallelism``, ``vector``, ``manycore`` (the efficiency part of the many-core run,
+    for the README's figure), and for RESULTS-manycore.md ``stpa_collect`` and ``holdout``."""
 
     def __init__(self, **once: dict | None) -> None:
         self.once = once
@@ -191,9 +191,35 @@ def _parallelism(r: Results, g: dict) -> Reading | None:
             f"{w['profile']['bound']['2']:.2f}x")
 
 
+def _vector(r: Results, g: dict) -> Reading | None:
+    """The vector runtime (``bench.vector``), the worst of the goal's sets: its share of
+    the ceiling, its lead over ``ways`` (their slowest-to-lose median time over its), or
+    whether every way's states equalled serial's."""
+    vec = r.vector
+    sets = [s for name, s in (vec or {}).get("sets", {}).items()
+            if name in g.get("sets", [name])]
+    if not sets:
+        return None
+    if g["measure"] == "identical":
+        bad = [w for s in sets for w, v in s["ways"].items() if not v["identical"]]
+        return (0.0 if bad else 1.0, f"differ: {', '.join(bad)}" if bad else "every way")
+    readings = []
+    for s in sets:
+        mine = s["ways"]["vector"]
+        if g["measure"] == "of_ceiling":
+            readings.append((mine["of_ceiling"], f"{len(s['environments'])} envs"))
+        else:  # lead
+            times = {w: s["ways"][w]["ms_per_step"] for w in g["ways"] if w in s["ways"]}
+            if not times:
+                return None
+            peer = min(times, key=times.get)
+            readings.append((times[peer] / mine["ms_per_step"], f"against {peer}"))
+    return min(readings)
+
+
 SOURCES: dict[str, Callable[[Results, dict], Reading | None]] = {
     "efficiency": _efficiency, "stpa": _stpa, "memory": _memory,
-    "marl_loop": _marl_loop, "parallelism": _parallelism}
+    "marl_loop": _marl_loop, "parallelism": _parallelism, "vector": _vector}
 
 
 def goal_rows(r: Results, goals: Sequence[dict] | None = None,
@@ -417,6 +443,40 @@ def switches_section(r: Results) -> list[str]:
             *_switch_verdict(sw, keys), ""]
 
 
+def vector_section(r: Results) -> list[str]:
+    """K environments on one pool (``bench.vector``): per set, each way's time per vector
+    step, environment-steps per second, speed-up over serial and share of the ceiling."""
+    vec = r.vector
+    if vec is None or not vec.get("sets"):
+        return []
+    out = ["## K environments, one pool", "",
+           f"`{vec['command']}` at commit {vec['host'].get('commit', '?')} "
+           f"({vec['host'].get('cores', '?')} cores): the same K environments, seeds and "
+           "actions stepped each way in rotated rounds; *serial*: one after another on the "
+           "serial runtime (gymnasium's `SyncVectorEnv` way); *vector*: "
+           "`seer.vector.VectorRuntime`, every environment's events on one pool; *seer in "
+           "turn*: K seer(T) runtimes one after another; *thread pool*: K serial runtimes "
+           "handed to T threads as each finishes; *async processes*: gymnasium's "
+           "`AsyncVectorEnv`, one process per environment; *ceiling*: serial's time over "
+           "what T independent runs of the same work gain on T threads. Speed-up over "
+           "serial paired by round (median, range); every way's final states checked "
+           "against serial's, bit for bit.", ""]
+    for name, s in vec["sets"].items():
+        rows = []
+        for way, w in s["ways"].items():
+            lo, hi = w["speedup_range"]
+            rows.append([way, f"{w['ms_per_step']:.1f}", f"{w['env_steps_per_s']:.0f}",
+                         f"{w['speedup']:.2f}x ({lo:.2f}-{hi:.2f})", f"{w['of_ceiling']:.2f}",
+                         "-" if way in ("serial", "ceiling") else
+                         ("yes" if w["identical"] else "**no**")])
+        out += [f"**{name}**: {', '.join(s['environments'])}, cost_us={s['cost_us']:g}, "
+                f"T = {s['threads']} ({s['rounds']} rounds of {s['steps']} vector steps; "
+                f"the ceiling's gain {s['ceiling_gain']:.2f}x)", "",
+                *table(["way", "ms per vector step", "env-steps/s", "speed-up over serial",
+                        "of ceiling", "identical"], rows), ""]
+    return out
+
+
 #: A variant is ahead of (behind) the default when its speed-up is at least this much
 #: above (below) the default's in every column that decides (docs/manycore.md).
 SWITCH_MARGIN = 0.05
@@ -492,8 +552,8 @@ def also_measured(r: Results) -> list[str]:
 def write_results(r: Results, figures: list[str]) -> str:
     """The whole of RESULTS.md."""
     out = [*_header(r), *_goals(r), *_cost(r), *_scans(r), *_peers(r),
-           *parallelism_section(r), *switches_section(r), *memory_section(r),
-           *also_measured(r)]
+           *parallelism_section(r), *switches_section(r), *vector_section(r),
+           *memory_section(r), *also_measured(r)]
     out += ["## Figures", "", " · ".join(f"[{f.removesuffix('.png')}](figures/{f})"
                                          for f in figures), ""]
     return "\n".join(out) + "\n"

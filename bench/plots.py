@@ -36,6 +36,7 @@ def draw(r: Results, where: Path, prefix: str = "") -> list[str]:
         "cpu_per_thread.png": (r.balance, lambda: _cpu_per_thread(r.balance)),
         "stpa_choices.png": (r.stpa, lambda: _stpa_choices(r.stpa)),
         "marl_loop.png": (r.marl_loop, lambda: _marl_loop(r.marl_loop)),
+        "vector.png": (r.vector, lambda: _vector(r.vector)),
     }
     drawn = []
     for name, (data, make) in figures.items():
@@ -213,4 +214,27 @@ def _efficiency_scans(scans: dict[str, dict[int, dict]]) -> Figure:
                title=by_t[ts[0]]["title"], baseline=True, legend_size=7)
         ax.set_xscale("log", base=2)
         ax.set_xticks(ts, [str(t) for t in ts])
+    return fig
+
+
+def _vector(vec: dict) -> Figure:
+    """Environment-steps per second of each way, one panel a set, the ceiling dashed."""
+    sets = vec["sets"]
+    fig = _new_figure(4.2 * len(sets), 3.4)
+    for i, (name, s) in enumerate(sets.items()):
+        ax = fig.add_subplot(1, len(sets), i + 1)
+        ways = [w for w in s["ways"] if w != "ceiling"]
+        rates = [s["ways"][w]["env_steps_per_s"] for w in ways]
+        bars = ax.bar(range(len(ways)), rates,
+                      color=["#1f77b4" if w == "vector" else "#999999" for w in ways])
+        ax.axhline(s["ways"]["ceiling"]["env_steps_per_s"], color="k", ls="--", lw=1,
+                   label="ceiling")
+        for bar, w in zip(bars, ways, strict=True):
+            ax.annotate(f"{s['ways'][w]['speedup']:.2f}x", (bar.get_x() + bar.get_width() / 2,
+                        bar.get_height()), ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(ways)), ways, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("environment-steps / s")
+        ax.set_title(f"{name}: {len(s['environments'])} envs, T = {s['threads']}", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
     return fig

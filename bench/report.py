@@ -51,6 +51,7 @@ def once_parts(mode: str) -> dict[str, tuple[tuple[str, ...], list[str]]]:
         "load_balance_pcs": ((), [*balance, "--only", "pcs_gain8"]),
         "parallelism": ((), ["bench.parallelism", *smoke]),
         "switches": ((), ["bench.switches", *smoke]),
+        "vector": (("gymnasium",), ["bench.vector", *smoke]),
         "memory": ((), ["bench.memory", *flag]),
         "stpa": ((), ["bench.stpa", *smoke]),
         "pursuit": (("pettingzoo",), ["bench.pursuit", *smoke]),
@@ -123,7 +124,7 @@ def render(results: Path, figures: Path) -> str:
                 **{name: _once(results, name) for name in ("efficiency", "memory", "stpa",
                                                             "pursuit", "mpe", "marl_loop",
                                                             "replicas", "parallelism",
-                                                            "switches")})
+                                                            "switches", "vector")})
     figures.mkdir(exist_ok=True)
     return write_results(r, draw(r, figures))
 

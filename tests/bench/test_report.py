@@ -51,7 +51,7 @@ def test_a_missing_part_reads_as_not_measured(tmp_path):
 def test_every_committed_result_file_is_read_by_a_report():
     """Only the result files a report renders are committed."""
     read = {"efficiency", "memory", "marl_loop", "replicas", "stpa", "pursuit", "mpe",
-            "parallelism", "load_balance_aircraft", "load_balance_pcs", "switches"}
+            "parallelism", "load_balance_aircraft", "load_balance_pcs", "switches", "vector"}
     files = {p.stem for p in RESULTS.glob("*.json")}
     assert files == read
     from bench.report import once_parts
@@ -157,3 +157,33 @@ def test_the_switches_verdict_names_what_wins_at_many_threads():
     assert "in pcs10@8, pcs10@16" in line  # 4 threads do not decide
     assert "ahead by at least 5% in every column: `seer-fast` (1.10-1.20x)" in line
     assert "behind: `seer-slow` (0.80-0.90x)" in line
+
+
+def _vector_sets(vector_ms: float, pool_ms: float, identical: bool = True) -> dict:
+    def way(ms, of_ceiling=0.9, same=True):
+        return {"ms_per_step": ms, "env_steps_per_s": 4 / ms, "speedup": 10 / ms,
+                "speedup_range": [10 / ms, 10 / ms], "of_ceiling": of_ceiling,
+                "identical": same}
+
+    one = {"environments": ["PCS 40x40", "PCS 10x10"], "cost_us": 15.0, "threads": 2,
+           "steps": 5, "rounds": 5, "ceiling_gain": 1.9,
+           "ways": {"serial": way(10.0), "vector": way(vector_ms, 0.97, identical),
+                    "thread pool": way(pool_ms), "async processes": way(2 * pool_ms),
+                    "ceiling": way(5.3, 1.0)}}
+    return {"command": "python -m bench.vector", "host": {"commit": "x", "cores": 2},
+            "sets": {"equal": one, "dominant": dict(one)}}
+
+
+def test_vector_goals_read_the_worst_set_and_the_closest_way():
+    goals = [{"text": "lead", "source": "vector", "measure": "lead", "sets": ["dominant"],
+              "ways": ["thread pool", "async processes"], "at_least": 1.0},
+             {"text": "ceiling", "source": "vector", "measure": "of_ceiling",
+              "at_least": 0.95},
+             {"text": "same", "source": "vector", "measure": "identical", "at_least": 1.0}]
+    good = goal_rows(Results(vector=_vector_sets(5.0, 6.0)), goals)
+    assert [r[3] for r in good] == ["yes", "yes", "yes"]
+    assert good[0][2].startswith("1.20") and "against thread pool" in good[0][2]
+    bad = goal_rows(Results(vector=_vector_sets(6.0, 5.0, identical=False)), goals)
+    assert [r[3] for r in bad] == ["**no**", "yes", "**no**"]
+    assert "differ: vector" in bad[2][2]
+    assert [r[2] for r in goal_rows(Results(), goals)] == ["not measured"] * 3
