@@ -14,10 +14,17 @@ travels) and owns one runtime (:func:`seer.make_runtime`) with its own threads. 
 replicas step concurrently; results are bit-identical to stepping the same replicas one
 after another in one process, wherever they run.
 
+A replica may hold several environments (``envs_per_replica=E``): then it steps them
+with one :class:`seer.vector.VectorRuntime` (one pool of threads for the events of all
+E), and actions and outputs have ``num_envs = replicas * E`` rows, environment ``i``
+being environment ``i % E`` of replica ``i // E``; an int seed ``s`` gives environment
+``i`` seed ``s + i``. Results are bit-identical to the ``num_envs`` environments stepped
+alone with those seeds.
+
 Faults: a replica whose worker process dies raises :class:`ReplicaLostError` (naming the
 replica, its worker and the step) on the next call that touches it, and nothing steps
 further with stale data; :meth:`ReplicaEnvs.restart_lost` rebuilds it on a live worker and
-replays its seed and recorded actions, so its state is exactly what it was. An error
+replays its seeds and recorded actions, so its state is exactly what it was. An error
 raised on a worker (a factory that fails, a handler that fails, an action the model
 rejects) arrives as :class:`ReplicaError` with the remote traceback's text.
 
@@ -113,12 +120,13 @@ def _rebuild_error(cls: type, message: str, replica: int, step: int, worker: str
 
 @dataclass(slots=True)
 class Batch:
-    """Outputs of every replica, stacked along a leading replica axis ``K``.
+    """Outputs of every environment, stacked along a leading environment axis ``K``
+    (:attr:`ReplicaEnvs.num_envs`: one per replica, or ``replicas * envs_per_replica``).
 
     ``observations`` is ``(K, agents, *observation_shape)``; ``rewards``,
     ``terminations`` and ``truncations`` are ``(K, agents)``; ``infos[k][a]`` is agent
-    ``a``'s info dict in replica ``k``; ``steps[k]`` is replica ``k``'s step index (0
-    after reset)."""
+    ``a``'s info dict in environment ``k``; ``steps[k]`` is environment ``k``'s step
+    index (0 after reset)."""
 
     observations: np.ndarray
     rewards: np.ndarray
@@ -129,8 +137,9 @@ class Batch:
 
 
 # -- the actor ---------------------------------------------------------------------------------
-# What a replica sends back for one step: (step, observations, rewards, terminations,
-# truncations, infos), or an error record.
+# What a replica sends back for one environment: (step, observations, rewards,
+# terminations, truncations, infos); a replica answers with a list of them, one per
+# environment it holds, or with an error record.
 _Packed = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list]
 
 
@@ -158,7 +167,8 @@ def _answer(work: Callable[[], Any], refusal_changes_nothing: bool = False) -> b
     actor answer that Dask fails to rebuild on the client never completes (distributed
     2026.8 logs "Failed to deserialize" and leaves the call pending for ever).
     ``refusal_changes_nothing``: a :class:`ModelError` means the runtime refused the
-    input and is as it was (``Runtime.step``'s contract)."""
+    input and is as it was (``Runtime.step``'s contract, and ``VectorRuntime.step``'s:
+    every environment's actions are checked before any steps)."""
     try:
         record: tuple = ("ok", work())
     except BaseException as exc:
@@ -170,52 +180,149 @@ def _answer(work: Callable[[], Any], refusal_changes_nothing: bool = False) -> b
                             protocol=pickle.HIGHEST_PROTOCOL)
 
 
+class _One:
+    """A replica's single environment: one runtime (``make_runtime``)."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+        self.runtimes = [runtime]
+
+    def reset(self, seeds: Sequence[Any]) -> list[Any]:
+        return [self.runtime.reset(seeds[0])]
+
+    def step(self, actions: Any) -> list[Any]:
+        return [self.runtime.step(None if actions is None else actions[0])]
+
+    def close(self) -> None:
+        self.runtime.close()
+
+
+class _Vector:
+    """A replica's K environments on one :class:`seer.vector.VectorRuntime` (kind
+    ``"seer"``): one pool of threads whose workers run the events of all K in each step."""
+
+    def __init__(self, vector: Any) -> None:
+        self.vector = vector
+        self.runtimes = list(vector.envs)
+
+    def reset(self, seeds: Sequence[Any]) -> list[Any]:
+        return self.vector.reset(list(seeds))
+
+    def step(self, actions: Any) -> list[Any]:
+        return self.vector.step(None if actions is None else list(actions))
+
+    def close(self) -> None:
+        self.vector.close()
+
+
+class _InTurn:
+    """A replica's K environments for a runtime kind other than ``"seer"``: K runtimes
+    (``make_runtime``) stepped one after another on the replica's thread."""
+
+    def __init__(self, runtimes: list[Any]) -> None:
+        self.runtimes = runtimes
+
+    def reset(self, seeds: Sequence[Any]) -> list[Any]:
+        return [rt.reset(s) for rt, s in zip(self.runtimes, seeds, strict=True)]
+
+    def step(self, actions: Any) -> list[Any]:
+        out = []
+        for j, rt in enumerate(self.runtimes):
+            try:
+                out.append(rt.step(None if actions is None else actions[j]))
+            except ModelError as exc:
+                if j == 0:  # nothing has stepped: the whole replica refuses, unchanged
+                    raise
+                raise RuntimeStateError(
+                    f"environment {j} of this replica refused its actions after "
+                    f"environments 0..{j - 1} had stepped ({exc}); the replica needs "
+                    "reset()") from exc
+        return out
+
+    def close(self) -> None:
+        for rt in self.runtimes:
+            rt.close()
+
+
 class Replica:
-    """One environment replica, hosted as a Dask actor: a model built on the worker from
-    ``spec`` and ``kwargs`` (:func:`seer.specs.load_model`) and one runtime for it.
+    """One replica, hosted as a Dask actor: ``envs`` models built on the worker from
+    ``spec`` and ``kwargs`` (:func:`seer.specs.load_model`) and the runtime(s) that step
+    them: with one environment, ``make_runtime(model, kind, threads=threads, **options)``;
+    with more, one :class:`seer.vector.VectorRuntime` for kind ``"seer"`` (every
+    environment's events on one pool of ``threads`` threads), or for any other kind one
+    runtime per environment, stepped one after another.
 
     Every method but :meth:`pid` and :meth:`close` returns an :func:`_answer` (pickled
     bytes) and never raises: the client turns error records into :class:`ReplicaError`.
+    ``reset`` takes one seed per environment, ``step`` one action row per environment
+    (or None), ``replay`` both; each answers with one :data:`_Packed` per environment.
     Dask runs an actor's methods one at a time on the worker's actor thread, which is the
-    runtime's caller thread (the runtime is built there too, by :meth:`open`, not in the
+    runtimes' caller thread (they are built there too, by :meth:`open`, not in the
     constructor, which runs on a task thread)."""
 
     def __init__(self, spec: str, kwargs: Mapping[str, Any], kind: str, threads: int | str,
-                 options: Mapping[str, Any]) -> None:
-        self._args = (spec, dict(kwargs), kind, threads, dict(options))
-        self.runtime: Any = None
+                 options: Mapping[str, Any], envs: int = 1) -> None:
+        self._args = (spec, dict(kwargs), kind, threads, dict(options), envs)
+        self.runtime: _One | _Vector | _InTurn | None = None
 
     def open(self) -> bytes:
-        """Build the model and runtime; the facts: agent count, action and observation
-        shapes (from the model's gymnasium spaces, when it has them), thread count,
-        process id and whether the GIL is disabled there."""
+        """Build the models and runtime(s); the facts: agent count, action and observation
+        shapes (from the model's gymnasium spaces, when it has them), environments, thread
+        count, process id and whether the GIL is disabled there."""
         return _answer(self._open)
 
     def _open(self) -> dict[str, Any]:
-        spec, kwargs, kind, threads, options = self._args
-        model = load_model(spec, kwargs)
-        self.runtime = make_runtime(model, kind, threads=threads, **options)
-        agents = list(self.runtime.spec.agents)
-        return {"agents": len(agents),
-                "action_shape": _space_shape(model, "action_space", agents),
-                "observation_shape": _space_shape(model, "observation_space", agents),
-                "threads": self.runtime.threads, "pid": os.getpid(),
+        spec, kwargs, kind, threads, options, envs = self._args
+        models = [load_model(spec, kwargs) for _ in range(envs)]
+        if envs == 1:
+            self.runtime = _One(make_runtime(models[0], kind, threads=threads, **options))
+        elif kind == "seer":
+            from seer.vector import VectorRuntime
+
+            sizing = {} if threads is None else {"threads": threads}
+            self.runtime = _Vector(VectorRuntime(models, **sizing, **options))
+        else:
+            runtimes: list[Any] = []
+            try:
+                for model in models:
+                    runtimes.append(make_runtime(model, kind, threads=threads, **options))
+            except BaseException:
+                for rt in runtimes:
+                    rt.close()
+                raise
+            self.runtime = _InTurn(runtimes)
+        facts = []
+        for model, rt in zip(models, self.runtime.runtimes, strict=True):
+            agents = list(rt.spec.agents)
+            facts.append((len(agents), _space_shape(model, "action_space", agents),
+                          _space_shape(model, "observation_space", agents)))
+        for j, f in enumerate(facts[1:], 1):
+            if f != facts[0]:
+                raise ModelError(
+                    f"environment {j} of a replica has (agents, action shape, observation "
+                    f"shape) {f}, unlike environment 0's {facts[0]}: the factory must build "
+                    "models of one shape")
+        agents, action_shape, observation_shape = facts[0]
+        return {"agents": agents, "action_shape": action_shape,
+                "observation_shape": observation_shape, "envs": envs,
+                "threads": self.runtime.runtimes[0].threads, "pid": os.getpid(),
                 "gil_disabled": _gil_disabled()}
 
-    def reset(self, seed: Any) -> bytes:
-        return _answer(lambda: _pack(self.runtime.reset(seed)))
+    def reset(self, seeds: Sequence[Any]) -> bytes:
+        return _answer(lambda: [_pack(r) for r in self.runtime.reset(seeds)])
 
     def step(self, actions: Any) -> bytes:
-        return _answer(lambda: _pack(self.runtime.step(actions)), refusal_changes_nothing=True)
+        return _answer(lambda: [_pack(r) for r in self.runtime.step(actions)],
+                       refusal_changes_nothing=True)
 
-    def replay(self, seed: Any, actions: Sequence[Any]) -> bytes:
-        """Reset with ``seed`` and take one step per item of ``actions``; the outputs of
-        the last call (the runtime is deterministic, so the state is the original's)."""
-        def run() -> _Packed:
-            result = self.runtime.reset(seed)
+    def replay(self, seeds: Sequence[Any], actions: Sequence[Any]) -> bytes:
+        """Reset with ``seeds`` and take one step per item of ``actions``; the outputs of
+        the last call (the runtimes are deterministic, so the state is the original's)."""
+        def run() -> list[_Packed]:
+            results = self.runtime.reset(seeds)
             for a in actions:
-                result = self.runtime.step(a)
-            return _pack(result)
+                results = self.runtime.step(a)
+            return [_pack(r) for r in results]
 
         return _answer(run)
 
@@ -318,6 +425,15 @@ class ReplicaEnvs:
     and ``model_kwargs`` its keyword arguments; each replica calls it on its worker and
     steps the model with ``make_runtime(model, kind, threads=threads, **runtime_options)``.
 
+    ``envs_per_replica=E`` (default 1): each replica calls the factory E times and holds
+    E environments, ``num_envs = replicas * E`` in all, environment ``i`` being
+    environment ``i % E`` of replica ``i // E``. For kind ``"seer"`` a replica steps its E
+    environments with one :class:`seer.vector.VectorRuntime` (``threads`` threads whose
+    workers run the events of all E, ``runtime_options`` going to each environment's
+    runtime); for any other kind it holds E runtimes and steps them one after another.
+    Actions and outputs then have ``num_envs`` rows; a replica's environments step, fail
+    and are lost and replayed together.
+
     With ``client=None`` an embedded :class:`distributed.LocalCluster` is started: one
     worker process per replica, each with one Dask task thread (an actor's calls run on
     the worker's own actor thread, which is the runtime's caller thread, so a replica
@@ -340,9 +456,12 @@ class ReplicaEnvs:
                  model_kwargs: Mapping[str, Any] | None = None, *, replicas: int = 2,
                  kind: str = "seer", threads: int | str = 1, client: Client | None = None,
                  runtime_options: Mapping[str, Any] | None = None,
-                 security: Security | bool | None = None) -> None:
+                 security: Security | bool | None = None, envs_per_replica: int = 1) -> None:
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
             raise ModelError(f"replicas must be an int >= 1, got {replicas!r}")
+        if isinstance(envs_per_replica, bool) or not isinstance(envs_per_replica, int) or \
+                envs_per_replica < 1:
+            raise ModelError(f"envs_per_replica must be an int >= 1, got {envs_per_replica!r}")
         security = check_security(security)
         if client is not None and security is not None:
             raise ModelError("security configures the embedded cluster only; with client= "
@@ -355,6 +474,7 @@ class ReplicaEnvs:
         _check_picklable(self.model_kwargs, "model_kwargs")
         _check_picklable(self.runtime_options, "runtime_options")
         self._k = replicas
+        self._e = envs_per_replica
         self._own_cluster: LocalCluster | None = None
         self._own_client = client is None
         self._closed = False
@@ -364,9 +484,12 @@ class ReplicaEnvs:
         self._status = [_NEW] * replicas
         # When each lost replica was lost: (step, "during step 4"), for the error message.
         self._lost_at: list[tuple[int, str]] = [(0, "")] * replicas
-        self._seeds: list[Any] = [None] * replicas
+        # Per replica: its environments' seeds at the last reset (None before one), the
+        # action rows of every step since (one (E, agents, ...) block or None each), and
+        # its environments' latest outputs.
+        self._seeds: list[list[Any] | None] = [None] * replicas
         self._history: list[list[Any]] = [[] for _ in range(replicas)]
-        self._last: list[_Packed | None] = [None] * replicas
+        self._last: list[list[_Packed] | None] = [None] * replicas
         self._pending: tuple[str, list[Any]] | None = None
         self.facts: dict[str, Any] = {}
         try:
@@ -383,7 +506,20 @@ class ReplicaEnvs:
     # -- facts -----------------------------------------------------------------------------
     @property
     def replicas(self) -> int:
+        """Replicas (Dask actors, one per worker process when there are enough)."""
         return self._k
+
+    @property
+    def envs_per_replica(self) -> int:
+        """Environments each replica holds."""
+        return self._e
+
+    @property
+    def num_envs(self) -> int:
+        """Environments in all: ``replicas * envs_per_replica``, the leading axis of
+        actions and of every :class:`Batch` array. Environment ``i`` is environment
+        ``i % envs_per_replica`` of replica ``i // envs_per_replica``."""
+        return self._k * self._e
 
     @property
     def n_agents(self) -> int:
@@ -400,14 +536,16 @@ class ReplicaEnvs:
 
     @property
     def workers(self) -> list[str]:
-        """The address of the worker that hosts each replica."""
+        """The address of the worker that hosts each replica (one per replica, not per
+        environment)."""
         return list(self._workers)
 
     @property
     def steps(self) -> list[int]:
-        """Steps each replica has completed since its reset."""
-        return [len(h) - (1 if self._pending and self._pending[0] == "step" else 0)
-                for h in self._history]
+        """Steps each environment has completed since its reset (``num_envs`` of them;
+        the environments of one replica step together)."""
+        pending = 1 if self._pending and self._pending[0] == "step" else 0
+        return [len(h) - pending for h in self._history for _ in range(self._e)]
 
     @property
     def lost(self) -> list[int]:
@@ -428,28 +566,30 @@ class ReplicaEnvs:
 
     # -- episodes ---------------------------------------------------------------------------
     def reset(self, seeds: int | Sequence[int | None] | None = None) -> Batch:
-        """Reset every replica: ``seeds`` is one seed per replica, or an int ``s`` (replica
-        ``k`` gets ``s + k``), or None (fresh entropy, recorded so that a replay is still
-        exact). Returns the initial outputs."""
+        """Reset every environment: ``seeds`` is one seed per environment (``num_envs``),
+        or an int ``s`` (environment ``i`` gets ``s + i``, so environment ``j`` of replica
+        ``r`` gets ``s + r * envs_per_replica + j``), or None (fresh entropy, recorded so
+        that a replay is still exact). Returns the initial outputs."""
         self._check_usable(for_reset=True)
         seeds = self._seed_list(seeds)
         futures = []
         for k in range(self._k):
-            self._seeds[k] = seeds[k]
+            self._seeds[k] = seeds[k * self._e:(k + 1) * self._e]
             self._history[k] = []
-            futures.append(self._call(k, "reset", seeds[k]))
+            futures.append(self._call(k, "reset", self._seeds[k]))
         self._pending = ("reset", futures)
         return self._collect()
 
     def step(self, actions: Any = None) -> Batch:
-        """Step every replica with its row of ``actions`` (``(K, agents, *action_shape)``,
-        or None for no actions) and return the stacked outputs."""
+        """Step every environment with its row of ``actions`` (``(num_envs, agents,
+        *action_shape)``, or None for no actions) and return the stacked outputs."""
         self.step_async(actions)
         return self.step_wait()
 
     def step_async(self, actions: Any = None) -> None:
-        """Send a step to every replica and return at once; :meth:`step_wait` collects it.
-        Shapes are checked here, before anything is sent."""
+        """Send a step to every replica (each with its environments' rows of ``actions``)
+        and return at once; :meth:`step_wait` collects it. Shapes are checked here, before
+        anything is sent."""
         self._check_usable(for_reset=False)
         rows = self._action_rows(actions)
         futures = []
@@ -462,16 +602,18 @@ class ReplicaEnvs:
         """The outputs of the step sent by :meth:`step_async`. Raises
         :class:`ReplicaLostError` if a replica's worker died during it (the other
         replicas' outputs are kept, and :meth:`restart_lost` returns the whole batch) or
-        :class:`ReplicaError` if a replica failed (the others have stepped)."""
+        :class:`ReplicaError` if a replica failed (the others have stepped). A replica's
+        environments step together: it fails or refuses as a whole."""
         if self._pending is None or self._pending[0] != "step":
             raise RuntimeStateError("step_wait() without step_async()")
         return self._collect(timeout)
 
     def restart_lost(self) -> Batch | None:
         """Rebuild every lost replica on a live worker (one that died is replaced by Dask's
-        nanny on a LocalCluster) and replay its seed and recorded actions, including the
-        step it was lost in. Returns the outputs of every replica at its latest step (what
-        the interrupted call would have returned), or None before the first reset."""
+        nanny on a LocalCluster) and replay its environments' seeds and recorded actions,
+        including the step it was lost in. Returns the outputs of every environment at its
+        latest step (what the interrupted call would have returned), or None before the
+        first reset."""
         self._check_open()
         if self._pending is not None:
             raise RuntimeStateError(f"a {self._pending[0]} is still pending: call "
@@ -573,7 +715,7 @@ class ReplicaEnvs:
             self._workers[k] = worker
             self._futures[k] = self.client.submit(
                 Replica, self.spec, self.model_kwargs, self.kind, self.threads,
-                self.runtime_options, actor=True, workers=[worker],
+                self.runtime_options, self._e, actor=True, workers=[worker],
                 allow_other_workers=False, pure=False,
                 key=f"seer-replica-{k}-{os.urandom(4).hex()}")
         for k in ks:
@@ -639,9 +781,9 @@ class ReplicaEnvs:
         step, doing = self._lost_at[k]
         cause = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
         err = ReplicaLostError(
-            f"replica {k} was lost {doing} (steps count from its reset): its worker "
-            f"{self._workers[k]} died or cannot be reached{cause}; nothing steps on with "
-            "stale data: call restart_lost() to rebuild it and replay its episode",
+            f"replica {k}{self._holding(k)} was lost {doing} (steps count from its reset): "
+            f"its worker {self._workers[k]} died or cannot be reached{cause}; nothing steps "
+            "on with stale data: call restart_lost() to rebuild it and replay its episode",
             replica=k, step=step, worker=self._workers[k])
         err.replicas = tuple(k for k in range(self._k) if self._status[k] == _LOST)
         return err
@@ -663,8 +805,8 @@ class ReplicaEnvs:
         if not unchanged:
             self._status[k] = _FAILED
         err = ReplicaError(
-            f"replica {k} failed on worker {self._workers[k]} at {doing}: {name}: "
-            f"{message}\n\nremote traceback:\n{text}", replica=k, step=step,
+            f"replica {k}{self._holding(k)} failed on worker {self._workers[k]} at {doing}: "
+            f"{name}: {message}\n\nremote traceback:\n{text}", replica=k, step=step,
             worker=self._workers[k], remote_traceback=text)
         if exc is not None:
             raise err from exc
@@ -721,9 +863,15 @@ class ReplicaEnvs:
             raise failed[0]
         return self._batch()
 
+    def _holding(self, k: int) -> str:
+        """Which environments replica ``k`` holds, for messages ("" with one each)."""
+        if self._e == 1:
+            return ""
+        return f" (environments {k * self._e}..{(k + 1) * self._e - 1})"
+
     def _batch(self) -> Batch:
-        packed = self._last
-        assert all(p is not None for p in packed)
+        assert all(p is not None for p in self._last)
+        packed = [p for block in self._last for p in block]  # type: ignore[union-attr]
         return Batch(
             observations=np.stack([p[1] for p in packed]),  # type: ignore[index]
             rewards=np.stack([p[2] for p in packed]),  # type: ignore[index]
@@ -753,15 +901,18 @@ class ReplicaEnvs:
                                         "reset()")
 
     def _seed_list(self, seeds: Any) -> list[Any]:
+        n = self.num_envs
+        each = "replica" if self._e == 1 else "environment"
         if seeds is None:
-            return [int(np.random.SeedSequence().entropy) for _ in range(self._k)]
+            return [int(np.random.SeedSequence().entropy) for _ in range(n)]
         if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-            return [int(seeds) + k for k in range(self._k)]
+            return [int(seeds) + i for i in range(n)]
         if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence | np.ndarray):
-            raise ModelError(f"seeds must be an int, None or one seed per replica, got "
+            raise ModelError(f"seeds must be an int, None or one seed per {each}, got "
                              f"{type(seeds).__name__}")
-        if len(seeds) != self._k:
-            raise ModelError(f"seeds must have one seed per replica ({self._k}), got "
+        if len(seeds) != n:
+            count = str(n) if self._e == 1 else f"{n}: {self._k} replicas x {self._e}"
+            raise ModelError(f"seeds must have one seed per {each} ({count}), got "
                              f"{len(seeds)}")
         out = []
         for s in seeds:
@@ -773,7 +924,8 @@ class ReplicaEnvs:
         return out
 
     def _action_rows(self, actions: Any) -> list[Any]:
-        """One action row per replica, after checking the shape ``(K, agents, *action)``."""
+        """One block of action rows per replica (``(envs_per_replica, agents, *action)``),
+        after checking the shape ``(num_envs, agents, *action)``."""
         if actions is None:
             return [None] * self._k
         try:
@@ -783,17 +935,20 @@ class ReplicaEnvs:
                              f"{exc}") from None
         want = self._want_shape()
         got = array.shape
-        if len(got) < 2 or got[:2] != (self._k, self.n_agents) or (
+        if len(got) < 2 or got[:2] != (self.num_envs, self.n_agents) or (
                 self.action_shape is not None and got[2:] != self.action_shape):
-            raise ModelError(f"actions must have shape {want} (replicas, agents, "
+            lead = ("replicas" if self._e == 1 else
+                    f"environments = {self._k} replicas x {self._e} envs_per_replica")
+            raise ModelError(f"actions must have shape {want} ({lead}, agents, "
                              f"*action_shape), got {got}; nothing was sent")
         if array.dtype == object:
             raise ModelError("actions must be a numeric array, got dtype object")
-        return [array[k] for k in range(self._k)]
+        e = self._e
+        return [array[k * e:(k + 1) * e] for k in range(self._k)]
 
     def _want_shape(self) -> str:
         tail = "..." if self.action_shape is None else ", ".join(map(str, self.action_shape))
-        inner = ", ".join(x for x in (str(self._k), str(self.n_agents), tail) if x)
+        inner = ", ".join(x for x in (str(self.num_envs), str(self.n_agents), tail) if x)
         return f"({inner})"
 
 

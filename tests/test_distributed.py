@@ -1,6 +1,7 @@
 """Environment replicas on a Dask cluster (seer.distributed): bit-identical results, worker
-faults with replay, caller-side errors, a close that leaves nothing behind, and TLS
-clusters that refuse clients whose certificates do not match."""
+faults with replay, replicas holding several environments, caller-side errors, a close
+that leaves nothing behind, and TLS clusters that refuse clients whose certificates do not
+match."""
 
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ AIRCRAFT = ("workloads.aircraft:Aircraft", {"n_uavs": 20, "cost_us": 30, "densit
 # Every event also sleeps 40 ms with the CPU released: a step lasts long enough (about
 # 0.3 s) to kill a worker in the middle of it, at no CPU cost.
 SLOW = ("workloads.synthetic:BenchModel", {"n_entities": 8, "cost_us": 1, "wait_us": 40_000})
+# The same for a replica of two environments: a vector step of both lasts about 0.25 s on
+# 2 threads, and each environment alone on serial about as long.
+SLOW_PAIR = ("workloads.synthetic:BenchModel", {"n_entities": 4, "cost_us": 1, "wait_us": 30_000})
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +63,7 @@ def fresh(client):
 
 
 def actions_for(envs: ReplicaEnvs, rng: np.random.Generator, spec: str) -> np.ndarray | list:
-    k, a = envs.replicas, envs.n_agents
+    k, a = envs.num_envs, envs.n_agents
     if spec.endswith("PCS"):
         return rng.integers(0, 3, size=(k, a))
     if spec.endswith("Aircraft"):
@@ -68,7 +72,7 @@ def actions_for(envs: ReplicaEnvs, rng: np.random.Generator, spec: str) -> np.nd
 
 
 class Reference:
-    """The same replicas stepped one after another in this process."""
+    """The same replicas (or environments) stepped one after another in this process."""
 
     def __init__(self, spec, kwargs, seeds, kind="seer", threads=2):
         self.runtimes = [seer.make_runtime(load_model(spec, kwargs), kind, threads=threads)
@@ -366,6 +370,151 @@ def test_close_keeps_a_client_passed_in_and_refuses_misuse(fresh):
     assert fresh.status == "running" and len(fresh.nthreads()) == 2
     assert _settle(lambda: not any(k.startswith("seer-replica")
                                    for keys in fresh.has_what().values() for k in keys))
+
+
+# -- replicas holding several environments (envs_per_replica) -----------------------------------
+def alone(spec, kwargs, seeds):
+    """Each environment stepped alone on the serial runtime, with its own seed."""
+    return Reference(spec, kwargs, seeds, kind="serial", threads=None)
+
+
+def _gil_off_everywhere(client) -> bool:
+    gil = client.run(lambda: sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True)
+    return set(gil.values()) == {not seer.gil_disabled()}
+
+
+@pytest.mark.parametrize(("model", "kind"), [(PCS, "seer"), (AIRCRAFT, "seer"), (PCS, "serial")],
+                         ids=["pcs-seer", "aircraft-seer", "pcs-serial"])
+def test_replica_of_k_envs_is_bit_identical_to_each_env_alone_on_serial(fresh, model, kind):
+    spec, kwargs = model
+    rng = np.random.default_rng(3)
+    threads = 2 if kind == "seer" else None
+    with ReplicaEnvs(spec, kwargs, replicas=2, envs_per_replica=3, kind=kind,
+                     threads=threads, client=fresh) as envs:
+        assert (envs.replicas, envs.envs_per_replica, envs.num_envs) == (2, 3, 6)
+        assert len(set(envs.workers)) == 2 and len(envs.workers) == 2
+        assert envs.facts["envs"] == 3 and envs.facts["threads"] == (threads or 1)
+        assert envs.facts["gil_disabled"] == seer.gil_disabled()
+        # An int seed s: environment k of replica r gets s + 3 r + k.
+        ref = alone(spec, kwargs, [40 + i for i in range(6)])
+        assert_batch_equals(envs.reset(40), ref.first)
+        for t in range(3):
+            actions = actions_for(envs, rng, spec)
+            if t % 2:
+                envs.step_async(actions)
+                batch = envs.step_wait()
+            else:
+                batch = envs.step(actions)
+            assert_batch_equals(batch, ref.step(actions))
+        assert envs.steps == [3] * 6 and list(batch.steps) == [3] * 6
+        assert len({batch.observations[i].tobytes() for i in range(6)}) == 6  # all differ
+        ref.close()
+        # One seed per environment, in environment order.
+        seeds = [9, 2, 7, 5, 11, 1]
+        ref = alone(spec, kwargs, seeds)
+        assert_batch_equals(envs.reset(seeds), ref.first)
+        actions = actions_for(envs, rng, spec)
+        assert_batch_equals(envs.step(actions), ref.step(actions))
+        ref.close()
+    assert _gil_off_everywhere(fresh)  # the workers stepped VectorRuntimes with the GIL off
+
+
+@pytest.mark.parametrize(("when", "kind"), [("during", "seer"), ("between", "serial")])
+def test_killed_worker_of_a_replica_of_k_envs_is_replayed_exactly(fresh, when, kind):
+    spec, kwargs = SLOW_PAIR if when == "during" else PCS
+    seeds = [30, 31, 32, 33]
+    rng = np.random.default_rng(1)
+    threads = 2 if kind == "seer" else None
+    with ReplicaEnvs(spec, kwargs, replicas=2, envs_per_replica=2, kind=kind,
+                     threads=threads, client=fresh) as envs:
+        ref = alone(spec, kwargs, seeds)
+        assert_batch_equals(envs.reset(seeds), ref.first)
+        for _ in range(2):
+            actions = actions_for(envs, rng, spec)
+            last = ref.step(actions)
+            assert_batch_equals(envs.step(actions), last)
+        victim, old_worker = envs.pids()[1], envs.workers[1]
+        actions = actions_for(envs, rng, spec)
+        if when == "between":
+            _kill(victim)
+            assert _settle(lambda: envs.lost == [1])
+            with pytest.raises(ReplicaLostError,
+                               match=r"replica 1 \(environments 2\.\.3\) .*step 3") as info:
+                envs.step(actions)
+            assert envs.steps == [2] * 4  # refused before anything was sent
+        else:
+            envs.step_async(actions)
+            time.sleep(0.1)  # the step is running on both workers now
+            _kill(victim)
+            with pytest.raises(ReplicaLostError,
+                               match=r"replica 1 \(environments 2\.\.3\) .*step 3") as info:
+                envs.step_wait()
+        assert info.value.replica == 1 and info.value.worker == old_worker
+        batch = envs.restart_lost()
+        assert envs.lost == [] and envs.workers[1] != old_worker
+        expected = ref.step(actions)
+        if when == "between":
+            assert_batch_equals(batch, last)  # both environments of replica 1 replayed
+            batch = envs.step(actions)
+        assert_batch_equals(batch, expected)
+        actions = actions_for(envs, rng, spec)
+        assert_batch_equals(envs.step(actions), ref.step(actions))  # state bit-identical
+        ref.close()
+
+
+def test_bad_envs_per_replica_is_refused_before_anything_starts():
+    children_before = _children()
+    for bad in (0, -1, 1.5, True, "2", None):
+        with pytest.raises(seer.ModelError, match=r"envs_per_replica must be an int >= 1"):
+            ReplicaEnvs(*PCS, envs_per_replica=bad)
+    assert _children() == children_before
+
+
+def test_wrong_number_of_actions_or_seeds_names_the_environments(fresh, monkeypatch):
+    spec, kwargs = PCS
+    with ReplicaEnvs(spec, kwargs, replicas=2, envs_per_replica=2, client=fresh) as envs:
+        with pytest.raises(seer.ModelError,
+                           match=r"one seed per environment \(4: 2 replicas x 2\), got 2"):
+            envs.reset([1, 2])
+        envs.reset(0)
+        sent = []
+        original = envs._call
+        monkeypatch.setattr(envs, "_call", lambda *a: sent.append(a) or original(*a))
+        for bad in (np.zeros((2, 16), np.int64), np.zeros((3, 16), np.int64),
+                    np.zeros((4, 15), np.int64)):
+            with pytest.raises(seer.ModelError, match=r"actions must have shape \(4, 16\) "
+                               r"\(environments = 2 replicas x 2 envs_per_replica, agents"):
+                envs.step(bad)
+        assert sent == [] and envs.steps == [0] * 4
+
+
+@pytest.mark.parametrize("kind", ["seer", "serial"])
+def test_action_rejected_in_a_replica_of_k_envs(fresh, kind):
+    spec, kwargs = PCS
+    threads = 2 if kind == "seer" else None
+    with ReplicaEnvs(spec, kwargs, replicas=2, envs_per_replica=2, kind=kind,
+                     threads=threads, client=fresh) as envs:
+        ref = alone(spec, kwargs, [0, 1, 2, 3])
+        envs.reset(0)
+        good = np.ones((4, 16), np.int64)
+        bad = good.copy()
+        bad[3, 5] = 99  # environment 1 of replica 1: only the model knows it is out of range
+        with pytest.raises(ReplicaError, match=r"replica 1 \(environments 2\.\.3\) .*step 1"):
+            envs.step(bad)
+        assert envs.steps == [1, 1, 0, 0]
+        ref.runtimes[0].step(good[0])
+        ref.runtimes[1].step(good[1])
+        if kind == "seer":
+            # VectorRuntime checks every environment's actions before any steps: replica 1
+            # refused as a whole and is unchanged; it goes on exactly from there.
+            batch = envs.step(good)
+            assert list(batch.steps) == [2, 2, 1, 1]
+            assert_batch_equals(batch, ref.step(good))
+        else:
+            # Stepped in turn: its environment 0 had stepped, so the replica needs a reset.
+            with pytest.raises(seer.RuntimeStateError, match=r"replica 1 .*needs reset"):
+                envs.step(good)
+            assert list(envs.reset([0, 1, 2, 3]).steps) == [0] * 4
 
 
 # -- who may reach the replicas: TLS ------------------------------------------------------------
