@@ -146,14 +146,17 @@ class ActorCritic(nn.Module):
 
     def act(self, obs: torch.Tensor, generator: torch.Generator
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One batched step for all agents of raw observations ``obs`` (N, D): returns
-        ``(actions, log_probs, values, normalised observations)``. Call under
+        """One batched step for all agents of raw observations ``obs`` (N, D), or of K
+        environments' agents (K, N, D: one pass over K * N rows, each critic seeing its
+        own environment's team): returns ``(actions, log_probs, values, normalised
+        observations)``, shaped like ``obs`` without its last axis. Call under
         ``torch.inference_mode()`` (or ``no_grad``)."""
         x = self.norm(obs)
         head = self.actor(x)
         if self.spec.discrete:
             probs = torch.softmax(head, dim=-1)
-            actions = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+            flat = probs.reshape(-1, probs.shape[-1])  # multinomial takes 1 or 2 dims
+            actions = torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
         else:
             noise = torch.randn(head.shape, generator=generator)
             actions = head + self.log_std.exp() * noise
