@@ -30,7 +30,7 @@ generators, so ``serial`` and ``seer`` with 2 threads, or the vector env and K s
 environments stepped in turn, log identical numbers. ``--verify`` trains a second time on
 ``serial`` (K environments in turn) and compares every logged number. At these small
 sizes a step takes only a few milliseconds, so two threads gain little with K = 1
-(``--threads auto`` lets STPA choose: it picks 1 here; the vector env takes an int); the
+(``--threads auto`` lets STPA choose, from a preflight of all K with the vector env); the
 loop at the benchmark sizes is timed by :mod:`bench.marl_loop`.
 
 Writes to ``--out``: ``checkpoint_NNNN.pt`` (``torch.save`` of the policy's and the
@@ -132,21 +132,6 @@ def describe(cfg: Config | dict[str, Any]) -> str:
     return name if k == 1 and how == "in-turn" else f"{name} {how.replace('-', ' ')} x{k}"
 
 
-class _Spaces:
-    """What :func:`spec_of` reads (``possible_agents``, the two space methods), from a
-    model: :class:`seer.vector.SeerVectorEnv` does not give spaces."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self.possible_agents = list(model.agent_entities())
-
-    def observation_space(self, agent: Any) -> Any:
-        return self.model.observation_space(agent)
-
-    def action_space(self, agent: Any) -> Any:
-        return self.model.action_space(agent)
-
-
 class Envs:
     """K environments as the trainer steps them: ``reset(seeds)`` returns observations
     ``[K, agents, obs_dim]``, ``step(actions)`` (``[K, agents, ...]``) returns them with
@@ -160,10 +145,10 @@ class Envs:
             from seer.vector import SeerVectorEnv
 
             models = [make_model(cfg) for _ in range(cfg.envs)]
-            self.spaces: Any = _Spaces(models[0])
             # the trainer resets every environment at each update: no automatic reset
             self.env: Any = SeerVectorEnv(models, threads=cfg.threads,
                                           autoreset_mode="Disabled")
+            self.spaces: Any = self.env.spaces[0]  # possible_agents and the space methods
             self.threads_used = self.env.runtime.threads
         else:
             self.envs = [make_env(cfg) for _ in range(cfg.envs)]
@@ -197,13 +182,9 @@ def check(cfg: Config) -> None:
     """Refuse (ValueError) a configuration whose environments cannot be made."""
     if cfg.envs < 1:
         raise ValueError(f"envs must be >= 1, got {cfg.envs}")
-    if stepping(cfg) == "vector":
-        if cfg.runtime != "seer":
-            raise ValueError(f"stepping 'vector' is SeerVectorEnv, on seer's runtime; got "
-                             f"runtime {cfg.runtime!r} (use stepping 'in-turn')")
-        if not isinstance(cfg.threads, int):
-            raise ValueError(f"SeerVectorEnv takes an int thread count, got {cfg.threads!r} "
-                             "(threads 'auto' needs envs 1 or stepping 'in-turn')")
+    if stepping(cfg) == "vector" and cfg.runtime != "seer":
+        raise ValueError(f"stepping 'vector' is SeerVectorEnv, on seer's runtime; got "
+                         f"runtime {cfg.runtime!r} (use stepping 'in-turn')")
 
 
 def make_envs(cfg: Config) -> Envs:

@@ -12,15 +12,24 @@ thread that finishes one environment's work takes another's, within the step.
 
 This is the core of a vector environment: ``reset`` and ``step`` take and return one item
 per model, in model order, for every model or for a subset (``envs=``: the others stay
-as they are, which autoreset and ``send``/``recv`` build on). A model's handler error
-fails the whole step, as in one runtime, and every model then needs ``reset``.
+as they are, which autoreset builds on). ``send``/``recv`` let models step out of
+lockstep: ``send`` starts steps, ``recv(n)`` runs window rounds of every step in flight
+until ``n`` have ended and returns those; the rest wait between two windows for the next
+``recv``. A model's handler error fails the whole step (or ``recv``), as in one runtime,
+and every model then needs ``reset``.
+
+:class:`SeerVectorEnv` puts gymnasium 1.x's vector conventions on top (arrays with a
+leading environment axis, autoreset, ``step_async``/``step_wait``), EnvPool's
+``async_reset``/``send``/``recv`` with ``batch_size``, and each environment's agent
+spaces with actions checked against them. Design notes: docs/design.md, "Several models
+in one pool".
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -203,9 +212,17 @@ class VectorRuntime:
             if env._status != "ready":
                 env._check_open()
                 raise RuntimeStateError(f"environment {k} needs reset() first")
-        return [action_batch(self.envs[k].model, self.envs[k].spec, a, self.envs[k].time,
-                             self.envs[k]._external_counters, self.envs[k]._action_marks)
-                for k, a in zip(which, actions, strict=True)]
+        batches = []
+        for k, a in zip(which, actions, strict=True):
+            env = self.envs[k]
+            try:
+                batches.append(action_batch(env.model, env.spec, a, env.time,
+                                            env._external_counters, env._action_marks))
+            except ModelError as exc:  # the same error, saying which environment
+                if exc.args and isinstance(exc.args[0], str):
+                    exc.args = (f"environment {k}: {exc.args[0]}", *exc.args[1:])
+                raise
+        return batches
 
     def _interruptible(self, run: Callable[..., Any], *args: Any) -> Any:
         """``run(*args)`` with Ctrl-C taken as one runtime's operation takes it
@@ -387,6 +404,30 @@ def _choose_threads(models: list[Model], spin_us: float, hot_spin_us: float,
 AUTORESET_MODES = ("NextStep", "SameStep", "Disabled")
 
 
+def _stacked(rows: list) -> np.ndarray:
+    """``rows`` (one per environment) as one array with a leading environment axis, or an
+    object array of each row stacked where their shapes differ."""
+    try:
+        return np.stack([np.stack(r) if isinstance(r, list) else r for r in rows])
+    except (ValueError, TypeError):
+        out = np.empty(len(rows), object)
+        for i, r in enumerate(rows):
+            try:
+                out[i] = np.stack(r) if isinstance(r, list) else r
+            except (ValueError, TypeError):
+                out[i] = r
+        return out
+
+
+def _agent_spaces(model: Model, agents: Sequence[Any]) -> Any:
+    """``model``'s :class:`~seer.spaces.AgentSpaces`, or None when it defines no spaces."""
+    if not all(callable(getattr(model, m, None)) for m in ("observation_space", "action_space")):
+        return None
+    from seer.spaces import AgentSpaces
+
+    return AgentSpaces(model, agents)
+
+
 def _autoreset_mode(mode: Any) -> Any:
     """``mode`` (a name of :data:`AUTORESET_MODES` or gymnasium's enum) as gymnasium's
     ``AutoresetMode`` where gymnasium is installed, else as its name."""
@@ -416,9 +457,11 @@ class SeerVectorEnv:
     """K multi-agent environments on one pool, with gymnasium 1.x's vector conventions:
     arrays with a leading environment axis and autoreset.
 
-    ``models``: K models, or a callable making one and ``num_envs``. ``step(actions)``
-    takes one item per environment (whatever the model's ``action_events`` takes; an
-    array with a leading K axis works) and returns ``(observations, rewards,
+    ``models``: K models, or a callable making one and ``num_envs``; ``threads``: an int
+    or ``"auto"`` (STPA, from a preflight of all K: :class:`VectorRuntime`). ``step(actions)``
+    takes one item per environment (whatever the model's ``action_events`` takes: None, one
+    action per agent in agent order, or a mapping entity -> action; an array with a
+    leading K axis works) and returns ``(observations, rewards,
     terminations, truncations, infos)``: observations ``[K, agents, ...]`` (an object
     array when shapes differ), rewards ``[K, agents]`` float64, terminations and
     truncations ``[K, agents]`` bool, infos a list of K dicts (``"agents"``: the per-agent
@@ -433,12 +476,26 @@ class SeerVectorEnv:
     last observations are in its info's ``"final_obs"``), ``Disabled`` (reset with
     ``reset(options={"reset_mask": mask})``). An automatic reset seeds episode ``e`` of
     environment ``k`` from its seed at the last ``reset`` and ``e``, so results depend on
-    the seeds only, not on which environments ended when."""
+    the seeds only, not on which environments ended when.
+
+    Spaces per environment, as :class:`~seer.marl.SeerParallelEnv` gives them:
+    ``possible_agents[k]``, ``observation_space(agent, env=k)``, ``action_space(agent,
+    env=k)`` (for models that define ``observation_space``/``action_space``). Every
+    action is checked against its agent's space before anything runs
+    (:class:`~seer.spaces.ActionError` naming the environment and the agent) unless
+    ``check_actions`` is False.
+
+    Out of lockstep, as EnvPool does it: ``batch_size`` (default ``num_envs``),
+    :meth:`async_reset`, :meth:`send` and :meth:`recv`, which returns the first
+    ``batch_size`` environments to finish with their ids. Not a ``gymnasium.vector.VectorEnv``
+    subclass: gymnasium's vector contract is single-agent (a reward and a termination per
+    environment, infos as a dict of arrays, batched spaces), and its wrappers
+    (``RecordEpisodeStatistics``, ``NormalizeReward``...) would misread the agent axis."""
 
     def __init__(self, models: Sequence[Model] | Callable[[], Model], *,
                  num_envs: int | None = None, threads: int | str = 2,
                  autoreset_mode: Any = "NextStep", batch_size: int | None = None,
-                 **options: Any) -> None:
+                 check_actions: bool = True, **options: Any) -> None:
         if callable(models):
             if not isinstance(num_envs, int) or num_envs < 1:
                 raise ModelError("a model factory needs num_envs >= 1")
@@ -448,6 +505,11 @@ class SeerVectorEnv:
                              self.metadata["autoreset_mode"])
         self.runtime = VectorRuntime(models, threads=threads, **options)
         self.num_envs = self.runtime.num_envs
+        #: Per environment: its agents' names and spaces (:class:`seer.spaces.AgentSpaces`),
+        #: or None for a model without ``observation_space``/``action_space``.
+        self.spaces = [_agent_spaces(env.model, env.spec.agents) for env in self.runtime.envs]
+        #: Check every action against its agent's space before a step (the default).
+        self.check_actions = bool(check_actions)
         self._max_steps = [getattr(env.model, "max_steps", None) for env in self.runtime.envs]
         self._base: list[Any] = [None] * self.num_envs  # seed at the last explicit reset
         self._episode = [0] * self.num_envs
@@ -491,6 +553,7 @@ class SeerVectorEnv:
             raise ModelError(f"step() needs {self.num_envs} actions, got {len(actions)}")
         restart = np.flatnonzero(self._done).tolist() if self._mode == "NextStep" else []
         stepped = [k for k in range(self.num_envs) if k not in restart]
+        self._check(stepped, [actions[k] for k in stepped])
         if restart:
             self._auto_reset(restart)
         if stepped:
@@ -509,6 +572,56 @@ class SeerVectorEnv:
                     fresh[k]["final_obs"], fresh[k]["final_info"] = final[k]
                 infos = fresh
         return obs, rew, term, trunc, infos
+
+    # -- spaces -------------------------------------------------------------------------------
+    @property
+    def possible_agents(self) -> list[list[str]]:
+        """Per environment, its agents' names as :class:`~seer.marl.SeerParallelEnv` gives
+        them (``f"{prefix}_{entity}"``)."""
+        return [list(self._spaces_of(k).possible_agents) for k in range(self.num_envs)]
+
+    def observation_space(self, agent: str, env: int = 0) -> Any:
+        """The observation space of ``agent`` in environment ``env``."""
+        return self._spaces_of(env).observation_spaces[agent]
+
+    def action_space(self, agent: str, env: int = 0) -> Any:
+        """The action space of ``agent`` in environment ``env``."""
+        return self._spaces_of(env).action_spaces[agent]
+
+    def _spaces_of(self, k: int) -> Any:
+        spaces = self.spaces[k]
+        if spaces is None:
+            from seer.spaces import _check_model
+
+            _check_model(self.runtime.envs[k].model)  # raises, saying what to define
+        return spaces
+
+    def _check(self, which: Sequence[int], actions: Sequence[Any]) -> None:
+        """Refuse (:class:`~seer.spaces.ActionError`, naming the environment and agent) an
+        action outside its agent's space; ``actions[i]`` is environment ``which[i]``'s:
+        None, one action per agent in agent order, or a mapping entity -> action."""
+        if not self.check_actions:
+            return
+        for k, action in zip(which, actions, strict=True):
+            spaces = self.spaces[k]
+            if spaces is None or action is None:
+                continue
+            if isinstance(action, Mapping):
+                names = {e: a for a, e in spaces.entity_of.items()}
+                agents = [names.get(e, e) for e in action]
+                values = list(action.values())
+            else:
+                agents, values = spaces.possible_agents, action
+            try:
+                if not isinstance(action, Mapping) and len(values) != len(agents):
+                    from seer.spaces import ActionError
+
+                    raise ActionError(f"needs one action per agent ({len(agents)}), got "
+                                      f"{len(values)}", value=action)
+                spaces.check(agents, values)
+            except ModelError as exc:
+                exc.args = (f"environment {k}: {exc.args[0]}", *exc.args[1:])
+                raise
 
     # -- gymnasium's step_async / step_wait ---------------------------------------------------
     def step_async(self, actions: Sequence[Any]) -> None:
@@ -552,6 +665,7 @@ class SeerVectorEnv:
                                         "recv() it first")
         restart = [k for k in which if self._mode == "NextStep" and self._done[k]]
         stepped = [(k, a) for k, a in zip(which, actions, strict=True) if k not in restart]
+        self._check([k for k, _a in stepped], [a for _k, a in stepped])
         if stepped:
             self.runtime.send([a for _k, a in stepped], [k for k, _a in stepped])
         if restart:
@@ -620,12 +734,9 @@ class SeerVectorEnv:
                 {"agents": r.infos, "step": r.step})
 
     def _stack(self, ids: Sequence[int] | None = None) -> tuple:
-        """The outputs of the environments ``ids`` (default: all), stacked."""
+        """The outputs of the environments ``ids`` (default: all), stacked (an object
+        array of per-environment arrays where environments differ in agents or shapes)."""
         last = self._last if ids is None else [self._last[k] for k in ids]
-        try:
-            obs = np.stack([np.stack([np.asarray(o) for o in x[0]]) for x in last])
-        except (ValueError, TypeError):
-            obs = np.empty(len(last), object)
-            obs[:] = [x[0] for x in last]
-        return (obs, np.stack([x[1] for x in last]), np.stack([x[2] for x in last]),
-                np.stack([x[3] for x in last]), [dict(x[4]) for x in last])
+        return (_stacked([[np.asarray(o) for o in x[0]] for x in last]),
+                *(_stacked([x[i] for x in last]) for i in (1, 2, 3)),
+                [dict(x[4]) for x in last])

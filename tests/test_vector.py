@@ -385,3 +385,39 @@ def test_threads_auto_runs_one_preflight_of_every_model_together():
         vec.reset(0)
         vec.step()
         assert vec.stats["events_run"] == sum(e.stats["events_run"] for e in vec.envs) > 0
+
+
+def test_vector_env_spaces_per_environment_and_actions_checked_against_them():
+    from seer.spaces import ActionError
+    from seer.vector import SeerVectorEnv
+
+    models = [PCS(width=4, height=4), PCS(width=3, height=3)]
+    with SeerVectorEnv(models, threads=2) as env:
+        assert [len(a) for a in env.possible_agents] == [16, 9]
+        assert env.possible_agents[1][5] == "pcs_5"
+        assert env.observation_space("pcs_5", env=1).shape == (6,)
+        assert env.action_space("pcs_0").n == PCS.RESERVE_CHOICES
+        env.reset(seed=0)
+        good = [m.sample_actions(0) for m in models]
+        bad = [list(good[0]), list(good[1])]
+        bad[1][3] = PCS.RESERVE_CHOICES  # out of Discrete's range
+        with pytest.raises(ActionError, match=r"environment 1: .*pcs_3") as info:
+            env.step(bad)
+        assert info.value.agent == "pcs_3"
+        with pytest.raises(ActionError, match="environment 0: needs one action per agent"):
+            env.step([good[0][:5], good[1]])
+        with pytest.raises(ActionError, match=r"environment 1: .*pcs_2"):
+            env.step([good[0], {2: -1}])  # a mapping entity -> action is checked too
+        assert [e.step_index for e in env.runtime.envs] == [0, 0]  # nothing ran
+        with pytest.raises(ActionError, match="environment 1"):
+            env.send(bad, [0, 1])
+        assert env.runtime.in_flight == []
+        env.step(good)
+    with SeerVectorEnv(models, threads=2, check_actions=False) as env:
+        env.reset(seed=0)
+        with pytest.raises(ModelError, match="environment 1: "):  # the model's own refusal
+            env.step(bad)
+    with SeerVectorEnv([RandomModel(10, seed=1)], threads=2) as env:
+        assert env.spaces == [None]
+        with pytest.raises(ModelError, match="observation_space"):
+            env.observation_space("x")

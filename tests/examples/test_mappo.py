@@ -117,9 +117,12 @@ def test_script_trains_k_environments_and_checks_them_against_serial(tmp_path, c
             in out)
     assert (tmp_path / "pcs-seer-vector-x2" / "history.json").exists()
     assert (tmp_path / "pcs-serial-in-turn-x2").is_dir()
-    with pytest.raises(SystemExit):  # the vector env takes an int thread count
-        main(["--envs", "2", "--threads", "auto", "--out", str(tmp_path)])
-    assert "needs envs 1" in capsys.readouterr().err
+    auto = tmp_path / "auto"  # STPA chooses for the vector env from a preflight of both
+    assert main([*argv[:-1], str(auto), "--threads", "auto"]) == 0
+    out = capsys.readouterr().out
+    assert "seer(auto: " in out and "vector x2 against serial in turn x2: every logged" in out
+    assert sorted(p.name for p in auto.iterdir()) == ["pcs-seer-vector-x2",
+                                                      "pcs-serial-in-turn-x2"]
 
 
 def test_script_writes_checkpoints_history_and_plot(tmp_path, capsys):
