@@ -1,14 +1,17 @@
-"""K environments on one pool: SEER's runtime for each, its windows run side by side.
+"""K environments on one pool: whole steps of the small ones, the events of a large one.
 
 :class:`VectorRuntime` steps K models (one model class with K seeds, or K instances) on
-one :class:`~seer.sched.pool.WorkerPool`. Each model has a :class:`~seer.sched.SeerRuntime`
-of its own — its LEQs, PEL, contexts, workers and seeding — built on the shared pool, so
-each model's results are those of stepping it alone, bit for bit. A step runs the models'
-windows in lockstep: the coordinator opens the next window of every model whose step has
-not reached its end, then one pool task runs them all, each thread claiming from one
-model's window and going on to the next model's when that one has no work left (thread
-``i`` starts at model ``i % K``); after the barrier each model closes its window. So a
-thread that finishes one environment's work takes another's, within the step.
+one :class:`~seer.sched.pool.WorkerPool`, each model's results those of stepping it alone,
+bit for bit. Equal models are stepped whole, one per thread at a time, as each thread
+finishes (environment-level parallelism costs nothing inside a step); a model too large
+for that to balance gets a :class:`~seer.sched.SeerRuntime` of its own — its LEQs, PEL,
+contexts, workers and seeding — built on the shared pool, and its events run across the
+threads (``split``). A step runs in rounds: the coordinator opens the next window of
+every such model whose step has not reached its end, then one pool task runs them all,
+each thread claiming from one model's window and going on to the next model's when that
+one has no work left (thread ``i`` starts at model ``i % K``), then taking whole steps
+while any are left; after the barrier each model closes its window. So a thread that
+finishes one environment's work takes another's, within the step.
 
 This is the core of a vector environment: ``reset`` and ``step`` take and return one item
 per model, in model order, for every model or for a subset (``envs=``: the others stay
@@ -39,12 +42,20 @@ import seer.interrupts as interrupts
 from seer.actions import action_batch
 from seer.blas import blas_cap
 from seer.errors import ModelError, RuntimeStateError
-from seer.model import Model
-from seer.runtime import StepResult, validate_threads
+from seer.model import Model, sample_actions_of
+from seer.runtime import Runtime, StepResult, validate_threads
 from seer.sched.dual_queue import SeerRuntime
 from seer.sched.pool import WorkerPool
+from seer.serial import SerialRuntime
 
-__all__ = ["AUTORESET_MODES", "SeerVectorEnv", "VectorRuntime"]
+__all__ = ["AUTORESET_MODES", "SPLITS", "SeerVectorEnv", "VectorRuntime"]
+
+#: How a VectorRuntime spreads its models over the pool (see :class:`VectorRuntime`).
+SPLITS = ("auto", "events", "whole")
+#: The options a SerialRuntime takes (the others are SeerRuntime's own).
+_SERIAL_OPTIONS = frozenset({"debug", "max_events_per_step", "trace"})
+#: The seed of the probe step ``split="auto"`` counts events with (never the user's).
+PROBE_SEED = 20_261_205
 
 
 class _Flight:
@@ -61,8 +72,21 @@ class _Flight:
 
 class VectorRuntime:
     """``models`` (K of them) stepped on one pool of ``threads`` threads; ``options`` go to
-    each model's :class:`~seer.sched.SeerRuntime` (``assignment``, ``copies``,
-    ``max_events_per_step``...).
+    each model's runtime (``assignment``, ``copies``, ``max_events_per_step``...; a
+    :class:`~seer.serial.SerialRuntime` takes those it knows).
+
+    ``split`` says how the models share the pool's threads; results are bit-identical
+    whichever it is (each model's are those of stepping it alone):
+
+    - ``"events"``: every model has a :class:`~seer.sched.SeerRuntime` on the pool, and a
+      step runs their windows side by side (the module docstring);
+    - ``"whole"``: every model has a :class:`~seer.serial.SerialRuntime`, and a step hands
+      whole model steps to the threads as each finishes (environment-level parallelism,
+      no scheduling inside a step);
+    - ``"auto"`` (the default): whole steps for the models a whole-step schedule balances,
+      events across the pool for a model too large for that (more events than the rest's
+      share of the threads; :func:`_split`), both in the same rounds: a thread runs its
+      share of the windows, then takes whole steps while any are left.
 
     ``reset(seed)``: ``seed`` an int (model ``k`` gets ``seed + k``, as gymnasium's vector
     environments seed), K seeds, or None. ``step(actions)``: K actions (None for a model
@@ -74,29 +98,40 @@ class VectorRuntime:
     what it measured and predicted (None otherwise)."""
 
     def __init__(self, models: Sequence[Model], *, threads: int | str = 2,
-                 spin_us: float = 50.0, hot_spin_us: float = 1000.0, **options: Any) -> None:
+                 split: str = "auto", spin_us: float = 50.0, hot_spin_us: float = 1000.0,
+                 **options: Any) -> None:
         models = list(models)
         if not models:
             raise ModelError("VectorRuntime needs at least one model")
+        if split not in SPLITS:
+            raise ModelError(f"split must be one of {SPLITS}, got {split!r}")
         self.stpa: dict[str, Any] | None = None
         if isinstance(threads, str) and threads == "auto":
-            threads, self.stpa = _choose_threads(models, spin_us, hot_spin_us, options)
+            threads, self.stpa = _choose_threads(models, split, spin_us, hot_spin_us, options)
         threads = validate_threads(threads)
+        #: Per model: True when its steps run whole on one thread (a SerialRuntime), False
+        #: when its events run across the pool's threads (a SeerRuntime); see ``split``.
+        self.whole: list[bool] = _split(models, threads, split, options)
+        self.split = split
         self.pool = WorkerPool(threads, name="seer-vector", spin_us=spin_us,
                                hot_spin_us=hot_spin_us)
-        self.envs: list[SeerRuntime] = []
+        self.envs: list[Runtime] = []
+        serial_options = {k: v for k, v in options.items() if k in _SERIAL_OPTIONS}
         try:
-            self.envs = [SeerRuntime(m, threads=threads, pool=self.pool, **options)
-                         for m in models]
+            self.envs = [SerialRuntime(m, **serial_options) if whole else
+                         SeerRuntime(m, threads=threads, pool=self.pool, **options)
+                         for m, whole in zip(models, self.whole, strict=True)]
         except BaseException:
             self.close()
             raise
         self._lock = threading.Lock()
         self._closed = False
-        # send()/recv(): steps sent and not yet begun, steps begun, steps ended and not yet
-        # received (in the order they ended), and every model in any of these.
+        # send()/recv(): steps sent and not yet begun, steps begun (events across the
+        # pool; whole on one thread), steps ended and not yet received (in the order they
+        # ended), and every model in any of these.
         self._sent: list[tuple[int, Any]] = []
         self._flights: list[_Flight] = []
+        self._wholes: list[tuple[int, Any]] = []
         self._arrived: deque[tuple[int, StepResult]] = deque()
         self._busy: set[int] = set()
 
@@ -144,8 +179,7 @@ class VectorRuntime:
         which = self._which(envs)
         with self._operation("step"):
             batches = self._batches(actions, which, "step")
-            stepped = [self.envs[k] for k in which]
-            return self._interruptible(self._step, stepped, batches)
+            return self._interruptible(self._step, which, batches)
 
     def send(self, actions: Sequence[Any] | None, envs: Sequence[int]) -> None:
         """Start a step of each model of ``envs`` (none of them in flight), with one item of
@@ -159,15 +193,18 @@ class VectorRuntime:
 
     def recv(self, count: int = 1) -> list[tuple[int, StepResult]]:
         """The first ``count`` models to end the step :meth:`send` started, as ``(model,
-        result)`` pairs in the order they ended (models ending in the same window round
-        in model order). Runs windows of every step in flight, side by side on the pool,
-        until ``count`` have ended; the others stay in flight, between two windows, for
-        the next ``recv``. Which models end first depends on how many windows their steps
-        take, never on timing; each model's results are those of stepping it alone."""
+        result)`` pairs in the order they ended (models ending in the same round in model
+        order). Runs rounds of every step in flight, side by side on the pool, until
+        ``count`` have ended; the others stay in flight, between two windows, for the
+        next ``recv``. A round runs one window of each step whose events run across the
+        pool and every whole step begun, so which models end first depends on how many
+        windows their steps take and on the split, never on timing; each model's results
+        are those of stepping it alone."""
         with self._operation("recv"):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ModelError(f"recv() takes a count >= 1, got {count!r}")
-            waiting = len(self._arrived) + len(self._flights) + len(self._sent)
+            waiting = (len(self._arrived) + len(self._flights) + len(self._wholes)
+                       + len(self._sent))
             if count > waiting:
                 raise ModelError(f"recv({count}) would wait forever: {waiting} "
                                  f"environment(s) in flight; send() more first")
@@ -253,36 +290,48 @@ class VectorRuntime:
         return interrupts.leave(guard, results)
 
     def _fly(self, count: int) -> None:
-        """Begin the steps sent, then run window rounds of the steps in flight until
-        ``count`` have ended (into ``_arrived``)."""
-        flights = self._flights
+        """Begin the steps sent, then run rounds of the steps in flight until ``count``
+        have ended (into ``_arrived``)."""
         for k, batch in self._sent:
-            flights.append(self._begin(k, self.envs[k], batch))
+            self._start(k, batch, self._flights, self._wholes)
         self._sent.clear()
-        flights.sort(key=lambda f: f.k)
-        while True:
-            self._arrived += ((f.k, f.result) for f in self._landed(flights))
-            if len(self._arrived) >= count:
-                return
-            self._round(flights)
+        self._flights.sort(key=lambda f: f.k)
+        self._wholes.sort(key=lambda w: w[0])
+        self._rounds(self._flights, self._wholes, self._arrived, count)
 
-    def _step(self, envs: list[SeerRuntime], batches: list) -> list[StepResult]:
-        flights = [self._begin(k, env, batch) for k, env, batch in
-                   zip(range(len(envs)), envs, batches, strict=True)]
-        results: list[StepResult | None] = [None] * len(flights)
-        while flights:
-            for f in self._landed(flights):
-                results[f.k] = f.result
-            if flights:
-                self._round(flights)
-        return results  # type: ignore[return-value]
+    def _step(self, which: list[int], batches: list) -> list[StepResult]:
+        flights: list[_Flight] = []
+        wholes: list[tuple[int, Any]] = []
+        for k, batch in zip(which, batches, strict=True):
+            self._start(k, batch, flights, wholes)
+        arrived: list[tuple[int, StepResult]] = []
+        self._rounds(flights, wholes, arrived, len(which))
+        results = dict(arrived)
+        return [results[k] for k in which]
 
-    @staticmethod
-    def _begin(k: int, env: SeerRuntime, batch: Any) -> _Flight:
-        """Model ``k``'s step up to its events, with its first window found."""
+    def _start(self, k: int, batch: Any, flights: list[_Flight], wholes: list) -> None:
+        """Model ``k``'s step: queued whole, or begun up to its events with its first
+        window found."""
+        env = self.envs[k]
+        if self.whole[k]:
+            wholes.append((k, batch))
+            return
         t_end = env._begin_step(batch)
         windows = env._events.windows(t_end, env.spec.lookahead)
-        return _Flight(k, env, windows, env.events_run + env._event_limit, next(windows, None))
+        flights.append(_Flight(k, env, windows, env.events_run + env._event_limit,
+                               next(windows, None)))
+
+    def _rounds(self, flights: list[_Flight], wholes: list, arrived: Any, count: int) -> None:
+        """Rounds until ``arrived`` holds ``count`` results: each round runs one window
+        of every step in ``flights`` and every step in ``wholes`` (removing them), side
+        by side on the pool; what ended in it goes to ``arrived`` in model order."""
+        arrived.extend((f.k, f.result) for f in self._landed(flights))
+        while len(arrived) < count and (flights or wholes):
+            ended = self._round(flights, wholes)
+            ended += ((f.k, f.result) for f in self._landed(flights))
+            arrived.extend(sorted(ended, key=lambda item: item[0]))
+            if any(env._interrupted for env in self.envs):
+                raise KeyboardInterrupt
 
     @staticmethod
     def _landed(flights: list[_Flight]) -> list[_Flight]:
@@ -295,24 +344,50 @@ class VectorRuntime:
                 f.result = f.env._end_step()
         return landed
 
-    def _round(self, flights: list[_Flight]) -> None:
-        """One window of each step in ``flights`` (none of them landed), run side by side
-        on the pool; then each step's next window is found."""
+    def _round(self, flights: list[_Flight], wholes: list) -> list[tuple[int, StepResult]]:
+        """One window of each step in ``flights`` (none of them landed) and every step of
+        ``wholes`` (emptied), side by side on the pool: a thread runs its share of the
+        windows, then takes whole steps while any are left. Then each flight's next window
+        is found. Returns the whole steps' results; the first failure (by model) raised."""
+        envs = self.envs
+        todo = list(wholes)
+        wholes.clear()
+        done: list[tuple[int, StepResult]] = []
+        failed: list[tuple[int, BaseException]] = []
+        claim = threading.Lock()
+
+        def run_wholes(index: int) -> None:
+            while True:
+                with claim:
+                    if not todo:
+                        return
+                    k, batch = todo.pop(0)
+                try:
+                    done.append((k, envs[k]._step(batch)))
+                except BaseException as exc:  # reported after the round, by model
+                    failed.append((k, exc))
+
         open_ = []  # (flight, start)
         for f in flights:
             _t_min, ready, bound = f.window
             start = f.env._open_window(ready, bound)
             f.env._publish_window(ready)
             open_.append((f, start))
-        self._run_windows(open_)
+        self._run_windows(open_, run_wholes)
+        if failed:
+            k, exc = min(failed, key=lambda item: item[0])
+            envs[k]._mark_failed()
+            raise exc
         for f, _start in open_:
             t_min, ready, _bound = f.window
             f.env._window_done(f.limit, int(ready[0]), t_min, len(ready))
             f.window = next(f.windows, None)
+        return done
 
-    def _run_windows(self, open_: list) -> None:
-        """One pool task for the open windows of every model; then each model settles
-        and closes its window (its handler failure, if any, raised)."""
+    def _run_windows(self, open_: list, then: Callable[[int], None]) -> None:
+        """One pool task for the open windows of every model, each thread calling
+        ``then(index)`` after its share; then each model settles and closes its window
+        (its handler failure, if any, raised)."""
         envs = [f.env for f, _start in open_]
         tasks: list[Callable[[int], None]] = [env._window_task for env in envs]
         count = len(tasks)
@@ -320,10 +395,13 @@ class VectorRuntime:
         def task(index: int) -> None:
             for j in range(count):
                 tasks[(index + j) % count](index)
+            then(index)
 
         try:
             self.pool.run(task, self._stop, give_up_after=2)
         except BaseException as exc:
+            if not envs:
+                raise
             for env in envs:
                 env._collect()
             envs[0]._raise_failure(exc)
@@ -344,6 +422,7 @@ class VectorRuntime:
             env._mark_failed()
         self._sent.clear()
         self._flights.clear()
+        self._wholes.clear()
         self._arrived.clear()
         self._busy.clear()
 
@@ -381,17 +460,48 @@ class VectorRuntime:
             self._lock.release()
 
 
-def _choose_threads(models: list[Model], spin_us: float, hot_spin_us: float,
+def _split(models: list[Model], threads: int, split: str, options: dict[str, Any]
+           ) -> list[bool]:
+    """Which models step whole on one thread (True) rather than with their events across
+    the pool. ``auto``: every model whole on one thread, and so are K >= ``threads``
+    models of one class and size; otherwise a probe step of each on serial (seed
+    :data:`PROBE_SEED`) counts its events, and the largest model runs its events across
+    the pool while it has more than the others' share (``events_k > remaining /
+    threads``, taken largest first): the models no whole-step schedule could balance.
+    The counts are deterministic, so is the split."""
+    if split != "auto":
+        return [split == "whole"] * len(models)
+    if threads == 1:
+        return [True] * len(models)
+    if len(models) >= threads and len({(type(m), m.n_entities) for m in models}) == 1:
+        return [True] * len(models)  # copies of one model, at least one per thread
+    serial_options = {k: v for k, v in options.items() if k == "max_events_per_step"}
+    events = []
+    for m in models:
+        with SerialRuntime(m, **serial_options) as probe:
+            probe.reset(PROBE_SEED)
+            probe.step(sample_actions_of(m)(0))
+            events.append(probe.events_run)
+    whole = [True] * len(models)
+    remaining = sum(events)
+    for k in sorted(range(len(models)), key=lambda i: -events[i]):
+        if events[k] * threads <= remaining:
+            break
+        whole[k] = False
+        remaining -= events[k]
+    return whole
+
+
+def _choose_threads(models: list[Model], split: str, spin_us: float, hot_spin_us: float,
                     options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """STPA's thread count for ``models`` on one pool, from a preflight of all of them."""
-    from seer.model import sample_actions_of
     from seer.stpa import choose_threads
     from seer.stpa.preflight import observe
 
     steppers = [sample_actions_of(m) for m in models]
 
     def preflight(steps: int) -> Any:
-        return observe(lambda t: VectorRuntime(models, threads=t, spin_us=spin_us,
+        return observe(lambda t: VectorRuntime(models, threads=t, split=split, spin_us=spin_us,
                                                hot_spin_us=hot_spin_us, **options),
                        lambda step: [a(step) for a in steppers],
                        entities=sum(m.n_entities for m in models),

@@ -25,14 +25,15 @@ def _alone(models, seeds, steps):
     return runs
 
 
+@pytest.mark.parametrize("split", ["events", "whole", "auto"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("sizes", [(30,), (20, 45), (10, 60, 25)])
-def test_every_model_steps_as_it_does_alone(threads, sizes):
+@pytest.mark.parametrize("sizes", [(30,), (20, 45), (10, 60, 25), (200, 10, 10, 10)])
+def test_every_model_steps_as_it_does_alone(threads, sizes, split):
     models = [RandomModel(n, seed=100 + i, fanout=2, p_fan_in=0.5, lookahead=0.25 * (i % 2))
               for i, n in enumerate(sizes)]
     steps = 4
     alone = _alone(models, [7 + k for k in range(len(models))], steps)
-    with VectorRuntime(models, threads=threads) as vec:
+    with VectorRuntime(models, threads=threads, split=split) as vec:
         outs = [vec.reset(7)]
         outs += [vec.step([m.sample_actions(t) for m in models]) for t in range(steps)]
         for k, (rt, expected) in enumerate(alone):
@@ -41,7 +42,10 @@ def test_every_model_steps_as_it_does_alone(threads, sizes):
             assert_states_identical(rt, vec.envs[k], f"environment {k}: ")
             rt.close()
         assert sum(env.events_run for env in vec.envs) > 0
-        assert all(env.pool is vec.pool for env in vec.envs)
+        assert all((env.pool is None) == whole for env, whole in zip(vec.envs, vec.whole,
+                                                                      strict=True))
+        if split != "auto":
+            assert vec.whole == [split == "whole"] * len(models)
 
 
 def test_two_pcs_grids_of_different_sizes():
@@ -217,12 +221,12 @@ def test_disabled_autoreset_and_a_masked_reset():
 
 
 # -- send / recv: environments out of lockstep --------------------------------------------------
-def _send_recv_run(models, threads, seeds, plan_seed, calls):
+def _send_recv_run(models, threads, seeds, plan_seed, calls, split="auto"):
     """Random sends and recvs on a VectorRuntime: every result received, as (model, step,
     result), and the order the models arrived in."""
     rng = np.random.default_rng(plan_seed)
     got, order = [], []
-    with VectorRuntime(models, threads=threads) as vec:
+    with VectorRuntime(models, threads=threads, split=split) as vec:
         vec.reset(seeds)
         idle = list(range(len(models)))
         for _ in range(calls):
@@ -243,12 +247,14 @@ def _send_recv_run(models, threads, seeds, plan_seed, calls):
     return got, order
 
 
+@pytest.mark.parametrize("split", ["events", "whole", "auto"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_send_recv_results_are_each_environment_alone(threads):
+def test_send_recv_results_are_each_environment_alone(threads, split):
     models = [RandomModel(n, seed=40 + i, fanout=2, p_fan_in=0.5, lookahead=0.25 * (i % 2))
-              for i, n in enumerate((30, 12, 50, 20))]
+              for i, n in enumerate((30, 12, 150, 20))]
     seeds = [3, 1, 4, 1]
-    got, order = _send_recv_run(models, threads, seeds, plan_seed=threads, calls=40)
+    got, order = _send_recv_run(models, threads, seeds, plan_seed=threads, calls=40,
+                                split=split)
     ref = [SerialRuntime(m) for m in models]
     for rt, s in zip(ref, seeds, strict=True):
         rt.reset(s)
@@ -261,10 +267,27 @@ def test_send_recv_results_are_each_environment_alone(threads):
         rt.close()
 
 
-def test_which_environments_arrive_first_does_not_depend_on_the_thread_count():
-    models = [RandomModel(n, seed=60 + i, lookahead=0.1 * i) for i, n in enumerate((25, 25, 40))]
-    orders = [_send_recv_run(models, t, [5, 6, 7], plan_seed=9, calls=30)[1] for t in (1, 3)]
+def test_which_environments_arrive_first_depends_on_windows_never_on_timing():
+    models = [RandomModel(n, seed=60 + i, lookahead=0.1 * i) for i, n in enumerate((25, 25, 90))]
+    # events across the pool: by windows, whatever the thread count
+    orders = [_send_recv_run(models, t, [5, 6, 7], plan_seed=9, calls=30, split="events")[1]
+              for t in (1, 3)]
     assert orders[0] == orders[1]
+    # the automatic split: the same order on every run at one thread count
+    again = [_send_recv_run(models, 2, [5, 6, 7], plan_seed=9, calls=30)[1] for _ in range(2)]
+    assert again[0] == again[1]
+
+
+def test_the_automatic_split_runs_only_a_dominant_model_across_the_pool():
+    from seer.vector import _split
+
+    big, small = PCS(width=16, height=16), [PCS(width=4, height=4) for _ in range(3)]
+    assert _split([big, *small], 2, "auto", {}) == [False, True, True, True]
+    assert _split([PCS(width=8, height=8) for _ in range(4)], 2, "auto", {}) == [True] * 4
+    assert _split([big], 2, "auto", {}) == [False]  # one model: its events across the pool
+    assert _split([big, *small], 1, "auto", {}) == [True] * 4  # one thread: all whole
+    with pytest.raises(ModelError, match="split must be one of"):
+        VectorRuntime([big], split="fast")
 
 
 def test_send_recv_misuse_is_named_and_changes_nothing():
