@@ -199,11 +199,13 @@ class _One:
 
 class _Vector:
     """A replica's K environments on one :class:`seer.vector.VectorRuntime` (kind
-    ``"seer"``): one pool of threads whose workers run the events of all K in each step."""
+    ``"seer"``): one pool of threads for all K (whole steps of equal environments, the
+    events of a dominant one)."""
 
     def __init__(self, vector: Any) -> None:
         self.vector = vector
         self.runtimes = list(vector.envs)
+        self.threads = vector.threads
 
     def reset(self, seeds: Sequence[Any]) -> list[Any]:
         return self.vector.reset(list(seeds))
@@ -305,7 +307,8 @@ class Replica:
         agents, action_shape, observation_shape = facts[0]
         return {"agents": agents, "action_shape": action_shape,
                 "observation_shape": observation_shape, "envs": envs,
-                "threads": self.runtime.runtimes[0].threads, "pid": os.getpid(),
+                "threads": getattr(self.runtime, "threads", self.runtime.runtimes[0].threads),
+                "pid": os.getpid(),
                 "gil_disabled": _gil_disabled()}
 
     def reset(self, seeds: Sequence[Any]) -> bytes:
