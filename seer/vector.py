@@ -267,6 +267,8 @@ class VectorRuntime:
         model then needs a reset), BLAS capped and the pool hot. After a failure every
         model needs ``reset``, nothing stays in flight, and the pool gets new threads
         (unless some never came back)."""
+        for env in self.envs:
+            env._interrupted = False  # a Ctrl-C of an earlier operation is spent
         guard = interrupts.enter(self._stop, self._mark_failed)
         try:
             try:

@@ -444,3 +444,43 @@ def test_vector_env_spaces_per_environment_and_actions_checked_against_them():
         assert env.spaces == [None]
         with pytest.raises(ModelError, match="observation_space"):
             env.observation_space("x")
+
+
+class CtrlC(RandomModel):
+    """Sends this process one SIGINT from a handler (on a pool thread: Python runs the
+    handler on the main thread, inside SEER's code)."""
+
+    sent = False
+
+    def on_ping(self, ctx, event):
+        if not CtrlC.sent and ctx.now > 0.5:
+            CtrlC.sent = True
+            import os
+            import signal
+
+            os.kill(os.getpid(), signal.SIGINT)
+        super().on_ping(ctx, event)
+
+
+@pytest.mark.parametrize("split", ["events", "whole"])
+def test_a_ctrl_c_ends_the_step_and_each_environment_recovers_alone(split):
+    import threading
+
+    CtrlC.sent = False
+    models = [CtrlC(40, seed=1), RandomModel(40, seed=2)]
+    before = threading.active_count()
+    with VectorRuntime(models, threads=2, split=split) as vec:
+        vec.reset(0)
+        with pytest.raises(KeyboardInterrupt):
+            for t in range(20):
+                vec.step([m.sample_actions(t) for m in models])
+        assert CtrlC.sent
+        with pytest.raises(RuntimeStateError, match="needs reset"):
+            vec.step()
+        vec.reset(5, envs=[1])  # the other still needs its reset: no Ctrl-C left over
+        alone = SerialRuntime(models[1])
+        alone.reset(5)
+        assert_outputs_identical(alone.step(models[1].sample_actions(0)),
+                                 vec.step([models[1].sample_actions(0)], envs=[1])[0])
+        alone.close()
+    assert threading.active_count() <= before
