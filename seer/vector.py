@@ -9,7 +9,8 @@ contexts, workers and seeding — built on the shared pool, and its events run a
 threads (``split``). A step runs in rounds: the coordinator opens the next window of
 every such model whose step has not reached its end, then one pool task runs them all,
 each thread claiming from one model's window and going on to the next model's when that
-one has no work left (thread ``i`` starts at model ``i % K``), then taking whole steps
+one has no work left (thread ``i`` starts at the ``i``-th, modulo their count), then
+taking whole steps
 while any are left; after the barrier each model closes its window. So a thread that
 finishes one environment's work takes another's, within the step.
 
@@ -42,8 +43,8 @@ import seer.interrupts as interrupts
 from seer.actions import action_batch
 from seer.blas import blas_cap
 from seer.errors import ModelError, RuntimeStateError
-from seer.model import Model, sample_actions_of
-from seer.runtime import Runtime, StepResult, validate_threads
+from seer.model import Model
+from seer.runtime import Runtime, StepResult, _seed_sequence, validate_threads
 from seer.sched.dual_queue import SeerRuntime
 from seer.sched.pool import WorkerPool
 from seer.serial import SerialRuntime
@@ -54,8 +55,6 @@ __all__ = ["AUTORESET_MODES", "SPLITS", "SeerVectorEnv", "VectorRuntime"]
 SPLITS = ("auto", "events", "whole")
 #: The options a SerialRuntime takes (the others are SeerRuntime's own).
 _SERIAL_OPTIONS = frozenset({"debug", "max_events_per_step", "trace"})
-#: The seed of the probe step ``split="auto"`` counts events with (never the user's).
-PROBE_SEED = 20_261_205
 
 
 class _Flight:
@@ -111,7 +110,7 @@ class VectorRuntime:
         threads = validate_threads(threads)
         #: Per model: True when its steps run whole on one thread (a SerialRuntime), False
         #: when its events run across the pool's threads (a SeerRuntime); see ``split``.
-        self.whole: list[bool] = _split(models, threads, split, options)
+        self.whole: list[bool] = _split(models, threads, split)
         self.split = split
         self.pool = WorkerPool(threads, name="seer-vector", spin_us=spin_us,
                                hot_spin_us=hot_spin_us)
@@ -134,6 +133,8 @@ class VectorRuntime:
         self._wholes: list[tuple[int, Any]] = []
         self._arrived: deque[tuple[int, StepResult]] = deque()
         self._busy: set[int] = set()
+        self._halt = False  # set by a Ctrl-C: take no more whole steps this round
+        self.rounds_run = 0  # pool tasks run (a barrier each)
 
     @property
     def num_envs(self) -> int:
@@ -142,13 +143,13 @@ class VectorRuntime:
     @property
     def stats(self) -> dict[str, Any]:
         """The models' counters added up (``events_run``, ``emitted``, ``cross_entity``),
-        ``windows``: the most any model ran (the models' windows run side by side, so the
-        rounds of a step are as many as its model with most windows has), and
+        ``windows``: the rounds run (one pool task and barrier each: a window of every
+        model whose events run across the pool, and the whole steps begun), and
         ``per_env``: each model's own :attr:`~seer.runtime.Runtime.stats`."""
         per_env = [env.stats for env in self.envs]
         out: dict[str, Any] = {key: sum(s.get(key, 0) for s in per_env)
                                for key in ("events_run", "emitted", "cross_entity")}
-        out["windows"] = max(s.get("windows", 0) for s in per_env)
+        out["windows"] = self.rounds_run
         out["per_env"] = per_env
         return out
 
@@ -163,6 +164,8 @@ class VectorRuntime:
         ``+ 1`` for the next, or one seed each); their initial outputs, in that order."""
         which = self._which(envs)
         seeds = self._seeds(seed, len(which))
+        for s in seeds:
+            _seed_sequence(s)  # every seed checked before any model is reset
         with self._operation("reset"):
             for k in which:
                 if k in self._busy:
@@ -198,11 +201,13 @@ class VectorRuntime:
         ``count`` have ended; the others stay in flight, between two windows, for the
         next ``recv``. A round runs one window of each step whose events run across the
         pool and every whole step begun, so which models end first depends on how many
-        windows their steps take and on the split, never on timing; each model's results
-        are those of stepping it alone."""
+        windows their steps take and on the split (so on the thread count), never on
+        timing; each model's results are those of stepping it alone."""
         with self._operation("recv"):
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            if (isinstance(count, bool) or not isinstance(count, (int, np.integer))
+                    or count < 1):
                 raise ModelError(f"recv() takes a count >= 1, got {count!r}")
+            count = int(count)
             waiting = (len(self._arrived) + len(self._flights) + len(self._wholes)
                        + len(self._sent))
             if count > waiting:
@@ -220,11 +225,22 @@ class VectorRuntime:
         return sorted(self._busy)
 
     def close(self) -> None:
-        """Close every model's runtime and the pool. Idempotent."""
-        for env in self.envs:
-            env.close()
-        self.pool.close()
-        self._closed = True
+        """Close every model's runtime and the pool. Idempotent; refused
+        (:class:`~seer.errors.RuntimeStateError`) while another thread is inside an
+        operation of this runtime."""
+        lock = getattr(self, "_lock", None)  # None: the constructor failed
+        if lock is not None and not lock.acquire(blocking=False):
+            raise RuntimeStateError("close() refused: another operation is running on this "
+                                    "VectorRuntime in another thread; close it after that "
+                                    "call returns")
+        try:
+            for env in self.envs:
+                env.close()
+            self.pool.close()
+            self._closed = True
+        finally:
+            if lock is not None:
+                lock.release()
 
     def __enter__(self) -> VectorRuntime:
         return self
@@ -267,6 +283,7 @@ class VectorRuntime:
         model then needs a reset), BLAS capped and the pool hot. After a failure every
         model needs ``reset``, nothing stays in flight, and the pool gets new threads
         (unless some never came back)."""
+        self._halt = False
         for env in self.envs:
             env._interrupted = False  # a Ctrl-C of an earlier operation is spent
         guard = interrupts.enter(self._stop, self._mark_failed)
@@ -350,7 +367,8 @@ class VectorRuntime:
         """One window of each step in ``flights`` (none of them landed) and every step of
         ``wholes`` (emptied), side by side on the pool: a thread runs its share of the
         windows, then takes whole steps while any are left. Then each flight's next window
-        is found. Returns the whole steps' results; the first failure (by model) raised."""
+        is found. Returns the whole steps' results. A window's failure is raised first,
+        then the first whole step's (by model); after one, no more whole steps begin."""
         envs = self.envs
         todo = list(wholes)
         wholes.clear()
@@ -360,8 +378,8 @@ class VectorRuntime:
 
         def run_wholes(index: int) -> None:
             while True:
-                with claim:
-                    if not todo:
+                with claim:  # after a failure or a Ctrl-C, everything needs a reset
+                    if not todo or failed or self._halt:
                         return
                     k, batch = todo.pop(0)
                 try:
@@ -376,6 +394,7 @@ class VectorRuntime:
             f.env._publish_window(ready)
             open_.append((f, start))
         self._run_windows(open_, run_wholes)
+        self.rounds_run += 1
         if failed:
             k, exc = min(failed, key=lambda item: item[0])
             envs[k]._mark_failed()
@@ -415,6 +434,7 @@ class VectorRuntime:
             env._close_window()
 
     def _stop(self) -> None:
+        self._halt = True
         for env in self.envs:
             env._interrupted = True
             env._stop_threads()
@@ -433,6 +453,9 @@ class VectorRuntime:
         k = len(self.envs)
         if envs is None:
             return list(range(k))
+        if any(isinstance(e, (bool, np.bool_)) or not isinstance(e, (int, np.integer))
+               for e in envs):
+            raise ModelError(f"envs must be distinct indices in range({k}), got {list(envs)}")
         which = [int(e) for e in envs]
         if len(set(which)) != len(which) or not all(0 <= e < k for e in which):
             raise ModelError(f"envs must be distinct indices in range({k}), got {list(envs)}")
@@ -462,41 +485,33 @@ class VectorRuntime:
             self._lock.release()
 
 
-def _split(models: list[Model], threads: int, split: str, options: dict[str, Any]
-           ) -> list[bool]:
+def _split(models: list[Model], threads: int, split: str) -> list[bool]:
     """Which models step whole on one thread (True) rather than with their events across
-    the pool. ``auto``: every model whole on one thread, and so are K >= ``threads``
-    models of one class and size; otherwise a probe step of each on serial (seed
-    :data:`PROBE_SEED`) counts its events, and the largest model runs its events across
-    the pool while it has more than the others' share (``events_k > remaining /
-    threads``, taken largest first): the models no whole-step schedule could balance.
-    The counts are deterministic, so is the split."""
+    the pool. ``auto``: with one thread every model steps whole; otherwise the model with
+    most entities (the measure of its work: no model code runs to decide) runs its
+    events across the pool while it has more than the others' share of the threads
+    (``entities_k > remaining / threads``, taken largest first): the models no whole-step
+    schedule could balance. So K >= ``threads`` equal models all step whole, one model
+    alone runs its events across the pool, and the split is deterministic."""
     if split != "auto":
         return [split == "whole"] * len(models)
     if threads == 1:
         return [True] * len(models)
-    if len(models) >= threads and len({(type(m), m.n_entities) for m in models}) == 1:
-        return [True] * len(models)  # copies of one model, at least one per thread
-    serial_options = {k: v for k, v in options.items() if k == "max_events_per_step"}
-    events = []
-    for m in models:
-        with SerialRuntime(m, **serial_options) as probe:
-            probe.reset(PROBE_SEED)
-            probe.step(sample_actions_of(m)(0))
-            events.append(probe.events_run)
+    size = [m.n_entities for m in models]
     whole = [True] * len(models)
-    remaining = sum(events)
-    for k in sorted(range(len(models)), key=lambda i: -events[i]):
-        if events[k] * threads <= remaining:
+    remaining = sum(size)
+    for k in sorted(range(len(models)), key=lambda i: -size[i]):
+        if size[k] * threads <= remaining:
             break
         whole[k] = False
-        remaining -= events[k]
+        remaining -= size[k]
     return whole
 
 
 def _choose_threads(models: list[Model], split: str, spin_us: float, hot_spin_us: float,
                     options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """STPA's thread count for ``models`` on one pool, from a preflight of all of them."""
+    from seer.model import sample_actions_of
     from seer.stpa import choose_threads
     from seer.stpa.preflight import observe
 
@@ -612,10 +627,25 @@ class SeerVectorEnv:
             if not isinstance(num_envs, int) or num_envs < 1:
                 raise ModelError("a model factory needs num_envs >= 1")
             models = [models() for _ in range(num_envs)]
+        models = list(models)
+        if batch_size is None:
+            batch_size = len(models)
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                or not 1 <= batch_size <= len(models)):
+            raise ModelError(f"batch_size must be an int in 1..num_envs={len(models)}, "
+                             f"got {batch_size!r}")
+        self.batch_size = int(batch_size)
         self.metadata = {"autoreset_mode": _autoreset_mode(autoreset_mode)}
         self._mode = getattr(self.metadata["autoreset_mode"], "value",
                              self.metadata["autoreset_mode"])
         self.runtime = VectorRuntime(models, threads=threads, **options)
+        try:
+            self._init_spaces(check_actions)
+        except BaseException:
+            self.runtime.close()  # its threads, not left to the garbage collector
+            raise
+
+    def _init_spaces(self, check_actions: bool) -> None:
         self.num_envs = self.runtime.num_envs
         #: Per environment: its agents' names and spaces (:class:`seer.spaces.AgentSpaces`),
         #: or None for a model without ``observation_space``/``action_space``.
@@ -627,13 +657,6 @@ class SeerVectorEnv:
         self._episode = [0] * self.num_envs
         self._done = np.zeros(self.num_envs, np.bool_)
         self._last: list[tuple | None] = [None] * self.num_envs
-        if batch_size is None:
-            batch_size = self.num_envs
-        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                or not 1 <= batch_size <= self.num_envs):
-            raise ModelError(f"batch_size must be an int in 1..num_envs={self.num_envs}, "
-                             f"got {batch_size!r}")
-        self.batch_size = batch_size
         self._ready: list[int] = []  # sent environments whose outputs recv() has not given
         self._received: list[int] = []  # the environments of the last recv()
         self._actions: Sequence[Any] | None = None  # step_async()'s
@@ -643,10 +666,19 @@ class SeerVectorEnv:
         """Reset every environment, or those of ``options["reset_mask"]`` (a K-bool
         array); ``seed``: an int (environment ``k`` gets ``seed + k``) or K seeds."""
         mask = (options or {}).get("reset_mask")
+        if mask is not None:
+            mask = np.asarray(mask)
+            if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
+                raise ModelError(f"reset_mask must be a bool array of shape "
+                                 f"({self.num_envs},), got {mask.dtype} {mask.shape}")
+        elif self.runtime.in_flight or self._ready:
+            self.runtime._mark_failed()  # a full reset drops the steps sent and not received
         which = (list(range(self.num_envs)) if mask is None
-                 else np.flatnonzero(np.asarray(mask, np.bool_)).tolist())
+                 else np.flatnonzero(mask).tolist())
         seeds = self.runtime._seeds(seed, self.num_envs)
         chosen = [seeds[k] for k in which]
+        for s in chosen:
+            _seed_sequence(s)  # all checked before anything is dropped or reset
         results = self.runtime.reset(chosen, envs=which)
         self._ready = [k for k in self._ready if k not in which]
         for k, s, r in zip(which, chosen, results, strict=True):
@@ -666,13 +698,13 @@ class SeerVectorEnv:
         restart = np.flatnonzero(self._done).tolist() if self._mode == "NextStep" else []
         stepped = [k for k in range(self.num_envs) if k not in restart]
         self._check(stepped, [actions[k] for k in stepped])
-        if restart:
-            self._auto_reset(restart)
-        if stepped:
+        if stepped:  # first: a refused step leaves every environment as it was
             results = self.runtime.step([actions[k] for k in stepped], envs=stepped)
             for k, r in zip(stepped, results, strict=True):
                 self._last[k] = self._unpack(k, r)
                 self._done[k] = bool(np.all(self._last[k][2] | self._last[k][3]))
+        if restart:
+            self._auto_reset(restart)
         obs, rew, term, trunc, infos = self._stack()
         if self._mode == "SameStep":
             ended = [k for k in stepped if self._done[k]]
@@ -720,16 +752,26 @@ class SeerVectorEnv:
                 continue
             if isinstance(action, Mapping):
                 names = {e: a for a, e in spaces.entity_of.items()}
-                agents = [names.get(e, e) for e in action]
+                stray = [e for e in action if e not in names]
+                if stray:
+                    from seer.spaces import ActionError
+
+                    raise ActionError(f"environment {k}: action for {stray[0]!r}, which is not "
+                                      f"one of its agent entities ({len(names)})",
+                                      value=action)
+                agents = [names[e] for e in action]
                 values = list(action.values())
             else:
                 agents, values = spaces.possible_agents, action
             try:
-                if not isinstance(action, Mapping) and len(values) != len(agents):
-                    from seer.spaces import ActionError
+                if not isinstance(action, Mapping):
+                    count = len(values) if hasattr(values, "__len__") else None
+                    if count != len(agents):
+                        from seer.spaces import ActionError
 
-                    raise ActionError(f"needs one action per agent ({len(agents)}), got "
-                                      f"{len(values)}", value=action)
+                        raise ActionError(f"needs one action per agent ({len(agents)}), got "
+                                          f"{'one value' if count is None else count}",
+                                          value=action)
                 spaces.check(agents, values)
             except ModelError as exc:
                 exc.args = (f"environment {k}: {exc.args[0]}", *exc.args[1:])
@@ -754,9 +796,7 @@ class SeerVectorEnv:
         """Reset every environment (``seed`` as in :meth:`reset`) and make each one's first
         observations ready for :meth:`recv`, ``batch_size`` at a time in environment
         order. Anything still in flight is dropped."""
-        if self.runtime.in_flight:
-            self.runtime._mark_failed()  # the steps in flight are abandoned
-        self.reset(seed=seed)
+        self.reset(seed=seed)  # drops the steps in flight
         self._ready = list(range(self.num_envs))
 
     def send(self, actions: Sequence[Any], env_ids: Sequence[int] | None = None) -> None:

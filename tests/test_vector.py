@@ -282,10 +282,10 @@ def test_the_automatic_split_runs_only_a_dominant_model_across_the_pool():
     from seer.vector import _split
 
     big, small = PCS(width=16, height=16), [PCS(width=4, height=4) for _ in range(3)]
-    assert _split([big, *small], 2, "auto", {}) == [False, True, True, True]
-    assert _split([PCS(width=8, height=8) for _ in range(4)], 2, "auto", {}) == [True] * 4
-    assert _split([big], 2, "auto", {}) == [False]  # one model: its events across the pool
-    assert _split([big, *small], 1, "auto", {}) == [True] * 4  # one thread: all whole
+    assert _split([big, *small], 2, "auto") == [False, True, True, True]
+    assert _split([PCS(width=8, height=8) for _ in range(4)], 2, "auto") == [True] * 4
+    assert _split([big], 2, "auto") == [False]  # one model: its events across the pool
+    assert _split([big, *small], 1, "auto") == [True] * 4  # one thread: all whole
     with pytest.raises(ModelError, match="split must be one of"):
         VectorRuntime([big], split="fast")
 
@@ -484,3 +484,57 @@ def test_a_ctrl_c_ends_the_step_and_each_environment_recovers_alone(split):
                                  vec.step([models[1].sample_actions(0)], envs=[1])[0])
         alone.close()
     assert threading.active_count() <= before
+
+
+def test_refusals_leave_every_environment_as_it_was():
+    import threading
+
+    from seer.spaces import ActionError
+    from seer.vector import SeerVectorEnv
+
+    models = [_pcs(1), _pcs(None)]
+    with SeerVectorEnv(models, threads=2) as env:
+        env.reset(seed=[3, 4])
+        env.step([m.sample_actions(0) for m in models])  # environment 0's episode ends
+        with pytest.raises(ActionError, match="environment 1: action for 99"):
+            env.step([None, {99: 1}])
+        with pytest.raises(ActionError, match="environment 1: needs one action per agent"):
+            env.step([None, 5])
+        assert [e.step_index for e in env.runtime.envs] == [1, 1]  # no autoreset either
+        with pytest.raises(ModelError, match="seed must be"):
+            env.reset(seed=[10, "bad"])
+        with pytest.raises(ModelError, match="reset_mask must be a bool array"):
+            env.reset(options={"reset_mask": np.array([True])})
+        assert [e.step_index for e in env.runtime.envs] == [1, 1]
+        with pytest.raises(ModelError, match="envs must be distinct indices"):
+            env.runtime.step([None], envs=[True])
+    before = threading.active_count()
+    with pytest.raises(ModelError, match="batch_size"):
+        SeerVectorEnv(lambda: _pcs(None), num_envs=2, batch_size=0)
+    with pytest.raises(ModelError, match="not a gymnasium space"):
+        bad = _pcs(None)
+        bad.observation_space = lambda entity: "a box"
+        SeerVectorEnv([bad], threads=2)
+    assert threading.active_count() == before  # a failed constructor leaves no threads
+
+
+def test_a_failed_whole_step_begins_no_more_whole_steps():
+    models = [Boom(20, seed=1)] + [RandomModel(20, seed=2 + i) for i in range(5)]
+    with VectorRuntime(models, threads=1, split="whole") as vec:
+        vec.reset(0)
+        with pytest.raises(HandlerError, match="boom"):
+            for t in range(6):
+                vec.step([m.sample_actions(t) for m in models])
+        steps = [e.step_index for e in vec.envs]
+        assert steps == [steps[0]] * 6  # the models after the failed one did not step
+
+
+def test_a_full_reset_drops_what_is_in_flight():
+    from seer.vector import SeerVectorEnv
+
+    with SeerVectorEnv(lambda: _pcs(None), num_envs=3, batch_size=1, threads=2) as env:
+        env.async_reset(seed=0)
+        env.recv()
+        env.send([[1] * 16], [0])
+        env.reset(seed=1)  # gymnasium's reset works whatever was sent
+        assert env.runtime.in_flight == [] and [e.step_index for e in env.runtime.envs] == [0] * 3
