@@ -454,13 +454,15 @@ def vector_section(r: Results) -> list[str]:
            f"({vec['host'].get('cores', '?')} cores): the same K environments, seeds and "
            "actions stepped each way in rotated rounds; *serial*: one after another on the "
            "serial runtime (gymnasium's `SyncVectorEnv` way); *vector*: "
-           "`seer.vector.VectorRuntime`, every environment's events on one pool; *seer in "
+           "`seer.vector.VectorRuntime` on one pool (`split=\"auto\"`: equal environments "
+           "stepped whole, a dominant one's events across the threads); *seer in "
            "turn*: K seer(T) runtimes one after another; *thread pool*: K serial runtimes "
            "handed to T threads as each finishes; *async processes*: gymnasium's "
            "`AsyncVectorEnv`, one process per environment; *ceiling*: serial's time over "
-           "what T independent runs of the same work gain on T threads. Speed-up over "
-           "serial paired by round (median, range); every way's final states checked "
-           "against serial's, bit for bit.", ""]
+           "what T independent runs of the same work gain on T threads (a share above 1: "
+           "faster than T independent runs of the whole set, where they gain little). "
+           "Speed-up over serial paired by round (median, range); every way's final states "
+           "checked against serial's, bit for bit.", ""]
     for name, s in vec["sets"].items():
         rows = []
         for way, w in s["ways"].items():
@@ -469,7 +471,11 @@ def vector_section(r: Results) -> list[str]:
                          f"{w['speedup']:.2f}x ({lo:.2f}-{hi:.2f})", f"{w['of_ceiling']:.2f}",
                          "-" if way in ("serial", "ceiling") else
                          ("yes" if w["identical"] else "**no**")])
-        out += [f"**{name}**: {', '.join(s['environments'])}, cost_us={s['cost_us']:g}, "
+        counts: dict[str, int] = {}
+        for env in s["environments"]:
+            counts[env] = counts.get(env, 0) + 1
+        envs = ", ".join(f"{n} x {e}" if n > 1 else e for e, n in counts.items())
+        out += [f"**{name}**: {envs}, cost_us={s['cost_us']:g}, "
                 f"T = {s['threads']} ({s['rounds']} rounds of {s['steps']} vector steps; "
                 f"the ceiling's gain {s['ceiling_gain']:.2f}x)", "",
                 *table(["way", "ms per vector step", "env-steps/s", "speed-up over serial",
