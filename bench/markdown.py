@@ -463,23 +463,31 @@ def vector_section(r: Results) -> list[str]:
            "faster than T independent runs of the whole set, where they gain little). "
            "Speed-up over serial paired by round (median, range); every way's final states "
            "checked against serial's, bit for bit.", ""]
-    for name, s in vec["sets"].items():
-        rows = []
-        for way, w in s["ways"].items():
-            lo, hi = w["speedup_range"]
-            rows.append([way, f"{w['ms_per_step']:.1f}", f"{w['env_steps_per_s']:.0f}",
-                         f"{w['speedup']:.2f}x ({lo:.2f}-{hi:.2f})", f"{w['of_ceiling']:.2f}",
-                         "-" if way in ("serial", "ceiling") else
-                         ("yes" if w["identical"] else "**no**")])
+    sets = vec["sets"]
+    heads, envs = [], []
+    for name, s in sets.items():
         counts: dict[str, int] = {}
         for env in s["environments"]:
             counts[env] = counts.get(env, 0) + 1
-        envs = ", ".join(f"{n} x {e}" if n > 1 else e for e, n in counts.items())
-        out += [f"**{name}**: {envs}, cost_us={s['cost_us']:g}, "
-                f"T = {s['threads']} ({s['rounds']} rounds of {s['steps']} vector steps; "
-                f"the ceiling's gain {s['ceiling_gain']:.2f}x)", "",
-                *table(["way", "ms per vector step", "env-steps/s", "speed-up over serial",
-                        "of ceiling", "identical"], rows), ""]
+        envs.append(f"*{name}*: " + ", ".join(f"{n} x {e}" if n > 1 else e
+                                             for e, n in counts.items()))
+        heads += [f"{name}: ms per step", f"{name}: speed-up (range)", f"{name}: of ceiling"]
+    first = next(iter(sets.values()))
+    rows = []
+    for way in first["ways"]:
+        row = [way]
+        for s in sets.values():
+            w = s["ways"][way]
+            lo, hi = w["speedup_range"]
+            row += [f"{w['ms_per_step']:.1f}", f"{w['speedup']:.2f}x ({lo:.2f}-{hi:.2f})",
+                    f"{w['of_ceiling']:.2f}"]
+        same = all(s["ways"][way]["identical"] for s in sets.values())
+        row.append("-" if way in ("serial", "ceiling") else "yes" if same else "**no**")
+        rows.append(row)
+    out += ["; ".join(envs) + f"; cost_us={first['cost_us']:g}, T = {first['threads']} "
+            f"({first['rounds']} rounds of {first['steps']} vector steps; the ceiling's gain "
+            + ", ".join(f"{s['ceiling_gain']:.2f}x" for s in sets.values()) + ").", "",
+            *table(["way", *heads, "identical"], rows), ""]
     return out
 
 

@@ -34,7 +34,7 @@ def test_committed_results_md_is_what_the_committed_results_render_to(tmp_path):
 
 def test_results_md_is_short_and_starts_with_the_goals():
     lines = (ROOT / "bench" / "RESULTS.md").read_text().splitlines()
-    assert len(lines) <= 150
+    assert len(lines) <= 175  # one screenful more than the goals and the parts need
     first_table = next(i for i, line in enumerate(lines) if line.startswith("|"))
     assert first_table < 20 and lines[first_table - 2] == "## Goals"
 
