@@ -212,7 +212,8 @@ def _parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--weak", action="store_true",
                    help="weak-memory mode: RC11 (--example, your checks)")
     p.add_argument("--preemptions", type=int, default=None,
-                   help="the DFS preemption bound (default 2)")
+                   help="the preemption bound: DFS's (default 2) or DPOR's (default none; "
+                        "with one, bounded partial-order reduction)")
     p.add_argument("--schedules", type=int, default=None,
                    help="the most executions to run (default 1000); a scope cut short is "
                         "INCOMPLETE, exit status 3")

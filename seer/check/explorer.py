@@ -14,9 +14,14 @@ each with a fresh set-up, until one fails or the strategy has nothing left:
   every state, for every thread that could run, the latest earlier dependent transition
   of another thread that does not happen-before it gets a backtracking point. With sleep
   sets (Godefroid 1996: :class:`_Sleeping`) each ordering of dependent operations runs at
-  most once. No preemption bound, so a pass covers every interleaving of the scope (on
-  code that spins without bound it may not finish). A failure it finds may have more
-  preemptions than needed.
+  most once. Without a preemption bound (the default) a pass covers every interleaving
+  of the scope (on code that spins without bound it may not finish). With one
+  (``preemptions=k``) it is *bounded* partial-order reduction (Coons, Musuvathi and
+  McKinley, "Bounded partial-order reduction", OOPSLA 2013): it runs only schedules with
+  at most ``k`` preemptions, adding the conservative backtracking points that keep every
+  ordering some such schedule reaches (and no sleep sets: :func:`_dpor`), so it runs a
+  subset of what DFS runs at the same bound and reaches the same orderings. A failure it
+  finds may have more preemptions than needed.
 * ``"random"``: ``schedules`` executions, each decision uniformly at random (seeded).
 * ``"pct"``: probabilistic concurrency testing (Burckhardt et al., "A randomized
   scheduler with probabilistic guarantees of finding bugs", ASPLOS 2010): random thread
@@ -60,6 +65,8 @@ __all__ = [
 ]
 
 STRATEGIES = ("dfs", "dpor", "random", "pct")
+#: DFS's preemption bound when ``explore`` is given none (DPOR's: unbounded).
+DFS_PREEMPTIONS = 2
 #: Environment variable that makes every :func:`explore` replay this schedule instead
 #: (what ``pytest --seer-replay=SCHEDULE`` sets).
 REPLAY_ENV = "SEER_CHECK_REPLAY"
@@ -206,6 +213,9 @@ class Report:
             scope = "a random sample of schedules (not exhaustive)"
         elif self.strategy == "replay":
             scope = "the schedule" if self.fit else "the schedule did NOT fit this check"
+        elif self.bound is not None and self.strategy == "dpor":
+            scope = (f"every ordering of dependent operations that a schedule with at most "
+                     f"{self.bound} preemption{'' if self.bound == 1 else 's'} reaches")
         elif self.bound is not None:
             scope = f"every schedule with at most {self.bound} preemptions"
         else:
@@ -328,12 +338,19 @@ class _Pct:
 
 
 # -- DPOR ----------------------------------------------------------------------------------------
-def _races(ex: Execution) -> set[tuple[int, int]]:
-    """``(decision index of j, thread p)``: Flanagan and Godefroid's backtracking points.
+def _races(ex: Execution, bounded: bool = False) -> set[tuple[int, int]]:
+    """``(transition index j, thread p)``: Flanagan and Godefroid's backtracking points.
     At every state of the execution, for every thread ``p`` that could run there, the
     latest earlier transition ``j`` of another thread that is dependent with ``p``'s next
-    operation and does not happen-before ``p`` (program order and dependences so far)."""
+    operation and does not happen-before ``p`` (program order and dependences so far).
+    ``bounded`` (a preemption bound): two arrivals at a barrier are dependent too. They
+    commute, but the last to arrive passes first at no cost, so under a bound the order
+    of arrivals decides which orders after the barrier fit it (one of the dependences a
+    bound adds, as Coons et al. put it)."""
     trans = ex.transitions
+    if bounded:
+        trans = [(d, t, loc, w or ex.pending_ops[m][t].kind == "barrier")
+                 for m, (d, t, loc, w) in enumerate(trans)]
     n = ex.n
     clocks: list[list[int]] = []
     last_of: list[list[int]] = [[0] * n for _ in range(n)]
@@ -344,11 +361,12 @@ def _races(ex: Execution) -> set[tuple[int, int]]:
             if op.location is None:
                 continue
             mine = last_of[p]
+            writes = op.write or (bounded and op.kind == "barrier")
             for j in range(m - 1, -1, -1):
-                dj, tj, locj, wj = trans[j]
-                if tj != p and locj == op.location and (op.write or wj) and \
+                _dj, tj, locj, wj = trans[j]
+                if tj != p and locj == op.location and (writes or wj) and \
                         mine[tj] < clocks[j][tj]:
-                    out.add((dj, p))
+                    out.add((j, p))
                     break
         acc = list(last_of[t])
         if loc is not None:
@@ -417,7 +435,7 @@ def _failure(ex: Execution, weak: bool) -> Failure:
 
 def explore(setup: Callable[[], Any], *workers: Callable[[Any], Any],
             invariant: Callable[[Any], Any] | None = None, strategy: str = "dfs",
-            preemptions: int = 2, weak: bool = False, schedules: int = 1000,
+            preemptions: int | None = None, weak: bool = False, schedules: int = 1000,
             seed: int = 0, depth: int = 3, max_steps: int = 10_000,
             raises: bool = True) -> Report:
     """Run ``workers`` (each called with what ``setup()`` returned, on a thread of its
@@ -425,7 +443,10 @@ def explore(setup: Callable[[], Any], *workers: Callable[[Any], Any],
     (called with the same object after every worker ended; a failure is an exception or
     False). Each execution calls ``setup()`` afresh: build the structures there.
 
-    ``preemptions``: the DFS bound; ``schedules``: the most executions to run (for every
+    ``preemptions``: the preemption bound: DFS's (None: :data:`DFS_PREEMPTIONS`, 2) or
+    DPOR's (None: unbounded; a number: bounded partial-order reduction, which runs only
+    schedules within it, so never more than DFS at the same bound); ``schedules``: the
+    most executions to run (for every
     strategy; DFS and DPOR say whether they finished); ``weak``: weak-memory mode;
     ``seed``, ``depth``: random and PCT. Returns a :class:`Report`; with ``raises``
     (default) a failure raises :class:`CheckFailure` carrying it. Under ``pytest
@@ -454,6 +475,8 @@ def _dfs(session, setup, workers, invariant, weak, preemptions, schedules, rng, 
     """Iterative preemption bounding without repeats: a bound's search stays within its
     bound, and every alternative that would exceed it is kept as the root of a subtree
     for the next bound (as CHESS does), so each schedule runs once."""
+    if preemptions is None:
+        preemptions = DFS_PREEMPTIONS
     runs = dropped = 0
     frontier: list[tuple[list[int], list]] = [(list(root), list(root_seen))]
     for bound in range(first_bound, preemptions + 1):
@@ -525,8 +548,10 @@ class _Sleeping:
     asleep the execution is given up (:class:`~seer.check.execution.SleepBlocked`).
     ``sleeps`` gets each thread decision's sleep set."""
 
-    def __init__(self, prefix: list[int], seen: list, explored: list, weak: bool) -> None:
+    def __init__(self, prefix: list[int], seen: list, explored: list, weak: bool,
+                 bound: float = float("inf"), sleep_sets: bool = True) -> None:
         self.prefix, self.seen, self.explored, self.weak = prefix, seen, explored, weak
+        self.bound, self.sleep_sets = bound, sleep_sets
         self.sleep: dict[int, Any] = {}
         self.sleeps: list[dict[int, Any] | None] = []
 
@@ -534,11 +559,12 @@ class _Sleeping:
         k = len(ex.decisions)
         if k < len(self.prefix):
             index = _prefix_choice(self.prefix, self.seen, k, kind, alternatives)
-        elif kind != "thread" or not _SLEEP_SETS:
-            index = 0
+        elif kind != "thread" or not self.sleep_sets:
+            index = 0  # the running thread, or the latest store: no preemption
         else:
-            index = next((i for i, t in enumerate(alternatives) if t not in self.sleep),
-                         None)
+            room = self.bound - ex.preemptions
+            index = next((i for i, t in enumerate(alternatives)
+                          if t not in self.sleep and costs[i] <= room), None)
             if index is None:
                 self.sleeps.append(dict(self.sleep))
                 raise SleepBlocked
@@ -546,7 +572,7 @@ class _Sleeping:
             self.sleeps.append(None)
             return index
         self.sleeps.append(dict(self.sleep))
-        if _SLEEP_SETS:
+        if self.sleep_sets:
             ops = ex.pending_ops[-1]
             t = alternatives[index]
             mine = ops[t]
@@ -570,6 +596,18 @@ class _Sleeping:
 
 def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng, depth,
           max_steps) -> Report:
+    """DPOR with sleep sets; with a preemption bound (``preemptions`` not None), Coons,
+    Musuvathi and McKinley's bounded partial-order reduction (BPOR, OOPSLA 2013): only
+    schedules within the bound run, and every race adds, besides Flanagan and
+    Godefroid's backtracking point, a *conservative* one at the start of the racing
+    transition's block (where its thread was switched to): reversing the race there costs
+    no preemption more than the schedule that found it, so an ordering the bound forbids
+    at the race itself is still reached when some schedule within the bound has it.
+    Bounded, it runs without sleep sets: a sleeping thread's operation moved to the front
+    can need a preemption more than the schedule the sleep set drops, and random programs
+    lost outcomes that way (even with only the thread that went on at no cost put to
+    sleep); each schedule still runs at most once, and only within the bound."""
+    bound = float("inf") if preemptions is None else preemptions
     runs = 0
     prefix: list[int] = []
     backtrack: list[set | None] = []  # per decision: threads to try (thread decisions)
@@ -579,16 +617,18 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
     seen: list = []
     dropped = 0
     while True:
-        strategy = _Sleeping(prefix, seen, done, weak)
+        strategy = _Sleeping(prefix, seen, done, weak, bound,
+                             sleep_sets=_SLEEP_SETS and preemptions is None)
         ex = _checked(_run(session, strategy, setup, workers, invariant, weak, max_steps),
                       prefix)
         runs += 1
         dropped += ex.infeasible
         if ex.failure is not None:
-            return Report("dpor", runs, 0.0, _failure(ex, weak), False)
+            return Report("dpor", runs, 0.0, _failure(ex, weak), False, preemptions)
         d = ex.decisions
         seen = _seen(d)
-        wrote = {dk: w for dk, _t, _loc, w in ex.transitions}
+        trans = ex.transitions
+        wrote = {dk: w for dk, _t, _loc, w in trans}
         for k in range(len(d)):
             kind, alts, index, _c, _p = d[k]
             if k >= len(backtrack):
@@ -597,15 +637,24 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
             if kind == "thread":
                 done[k][alts[index]] = wrote.get(k, True)
         sleeps = strategy.sleeps[:len(d)]
-        for dj, t in _races(ex):
-            kind, alts, _i, _c, _p = d[dj]
-            backtrack[dj] |= {t} if t in alts else set(alts)
+        for j, t in _races(ex, preemptions is not None):
+            points = [trans[j][0]]
+            if preemptions is not None:  # BPOR: the start of j's block too
+                m, tj = j, trans[j][1]
+                while m > 0 and trans[m - 1][1] == tj:
+                    m -= 1
+                if m != j:
+                    points.append(trans[m][0])
+            for dj in points:
+                alts = d[dj][1]
+                backtrack[dj] |= {t} if t in alts else set(alts)
         k = len(d) - 1
         while k >= 0:
-            kind, alts, index, _c, _p = d[k]
+            kind, alts, index, costs, before = d[k]
             if kind == "thread":
                 asleep = sleeps[k] or {}
-                todo = [t for t in backtrack[k] if t not in done[k] and t not in asleep]
+                todo = [t for t in backtrack[k] if t not in done[k] and t not in asleep
+                        and before + costs[alts.index(t)] <= bound]
                 if todo:
                     t = min(todo, key=alts.index)
                     done[k][t] = True  # until its run says
@@ -616,10 +665,10 @@ def _dpor(session, setup, workers, invariant, weak, preemptions, schedules, rng,
                 break
             k -= 1
         if k < 0:
-            return Report("dpor", runs, 0.0, None, True, dropped=dropped)
+            return Report("dpor", runs, 0.0, None, True, preemptions, dropped=dropped)
         del backtrack[k + 1:], done[k + 1:], sleeps[k + 1:]
         if runs >= schedules:
-            return Report("dpor", runs, 0.0, None, False, None,
+            return Report("dpor", runs, 0.0, None, False, preemptions,
                           [f"stopped at schedules={schedules} with orders left to run"],
                           complete=False, dropped=dropped)
 

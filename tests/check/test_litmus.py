@@ -212,6 +212,32 @@ LITMUS = {
                  (1, 2, 2),             # mo 3, 1, U
                  (3, 4, 1), (3, 1, 1))},  # mo 3, U, 1
              "[RC11] §2.1 Z6.U (allowed; C11 forbade it), herd7 rc11.cat"),
+    # -- Z6.U+sc: the same with y=sc 1 (a seq_cst store where Z6.U has a release one).
+    # Every event but r1 is now seq_cst, so psc has x=sc 1 ->po y=sc 1 (po between SC
+    # events), y=sc 3 ->po r2, mo between the three y writes, and r2 ->fr x=sc 1 when
+    # r2 = 0. A cycle needs a psc path from y=sc 1 to r2; the only edge into r2 from
+    # another SC event but x=sc 1 is y=sc 3 ->po r2 (r2 is a read of x: no mo or fr
+    # into it, hb|loc only from x=sc 1, and po|≠loc;hb;po|≠loc would need an event
+    # hb-before y=sc 3, T2's first), and into y=sc 3 only mo from y=sc 1 or U, or
+    # U ->fr y=sc 3 (U reads its mo-predecessor). So r2 = 0
+    # is forbidden exactly when y=sc 1 precedes y=sc 3 in mo (directly or through U):
+    # x=1 ->po y=1 ->mo (U ->mo) y=3 ->po r2 ->fr x=1. With 3 before 1 in mo no path
+    # leads from y=sc 1 back to y=sc 3 and r2 = 0 stays allowed. That is Z6.U's set less
+    # the five r2 = 0 outcomes of the mo orders 1,U,3 / 1,3,U / U,1,3: 15 of 20 (the
+    # explorer agrees under DFS and DPOR; Z6.U's release store is what lets C11's
+    # famous outcome through, and making it seq_cst closes the cycle).
+    "Z6.U+sc": ([[W(X, 1, SC), W(Y, 1, SC)], [FADD(0, Y, 1, SC), R(1, Y)],
+                 [W(Y, 3, SC), R(2, X, SC)]], (Y,),
+                {(r0, r1, r2, y) for r0, r1, y, r2s in (
+                    (1, 2, 3, (1,)), (1, 3, 3, (1,)),  # mo 1, U, 3: r2=0 forbidden
+                    (3, 4, 4, (1,)),                   # mo 1, 3, U: r2=0 forbidden
+                    (0, 1, 3, (1,)), (0, 3, 3, (1,)),  # mo U, 1, 3: r2=0 forbidden
+                    (0, 1, 1, (0, 1)), (0, 3, 1, (0, 1)),  # mo U, 3, 1
+                    (1, 2, 2, (0, 1)),                     # mo 3, 1, U
+                    (3, 4, 1, (0, 1)), (3, 1, 1, (0, 1)))  # mo 3, U, 1
+                 for r2 in r2s},
+                "[RC11] §2.1 Z6.U with y:=sc 1, derived from §3's psc (as herd7's "
+                "rc11.cat states it): the po;mo;po;fr cycle"),
     # -- coherence of one word --
     "CoRR": ([[W(X, 1)], [R(0, X), R(1, X)]], (), ALL2 - {(1, 0)}, "[herd] CoRR"),
     "CoRR2": ([[W(X, 1)], [W(X, 2)], [R(0, X), R(1, X)], [R(2, X), R(3, X)]], (),

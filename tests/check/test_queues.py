@@ -27,6 +27,25 @@ def test_the_planted_bug_is_found(name):
     assert expected in failure.message
 
 
+@pytest.mark.parametrize("weak", [False, True])
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_the_planted_bug_is_found_by_bounded_dpor(name, weak):
+    """DPOR at each check's own preemption bound (BPOR) finds every planted bug too."""
+    factory, bug = CHECKS[name]
+    report = factory(bug=bug).run(raises=False, strategy="dpor", weak=weak)
+    assert report.failure is not None, f"{name}/{bug} was not found"
+    assert report.bound == factory().options["preemptions"]
+
+
+def test_the_ring_is_complete_under_bounded_dpor():
+    """Unbounded DPOR does not finish the MPMC ring (its spins); at the check's bound
+    (1 preemption) it does, in fewer schedules than DFS there."""
+    check = CHECKS["ring"][0]()
+    dpor = check.run(strategy="dpor")
+    assert dpor.verdict == "PASSED" and dpor.bound == 1
+    assert dpor.schedules < check.run().schedules
+
+
 def test_pel_claims_at_three_threads():
     report = pel_check(threads=3, items=7).run()
     assert report.exhaustive and report.failure is None
