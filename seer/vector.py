@@ -45,6 +45,7 @@ from seer.blas import blas_cap
 from seer.errors import ModelError, RuntimeStateError
 from seer.model import Model
 from seer.runtime import Runtime, StepResult, _seed_sequence, validate_threads
+from seer.sched import RUNTIMES, make_runtime
 from seer.sched.dual_queue import SeerRuntime
 from seer.sched.pool import WorkerPool
 from seer.serial import SerialRuntime
@@ -74,6 +75,11 @@ class VectorRuntime:
     each model's runtime (``assignment``, ``copies``, ``max_events_per_step``...; a
     :class:`~seer.serial.SerialRuntime` takes those it knows).
 
+    ``kind``: ``"seer"`` (the default) or a runtime sharing its machinery (``static``,
+    ``static-block``, ``seer-ms``) runs as ``split`` says; ``"serial"`` steps every model
+    whole; any other kind (``global``, ``executor``, ``optimistic``) gives each model a
+    runtime with threads of its own, stepped one after another.
+
     ``split`` says how the models share the pool's threads; results are bit-identical
     whichever it is (each model's are those of stepping it alone):
 
@@ -97,13 +103,24 @@ class VectorRuntime:
     what it measured and predicted (None otherwise)."""
 
     def __init__(self, models: Sequence[Model], *, threads: int | str = 2,
-                 split: str = "auto", spin_us: float = 50.0, hot_spin_us: float = 1000.0,
-                 **options: Any) -> None:
+                 kind: str = "seer", split: str = "auto", spin_us: float = 50.0,
+                 hot_spin_us: float = 1000.0, **options: Any) -> None:
         models = list(models)
         if not models:
             raise ModelError("VectorRuntime needs at least one model")
         if split not in SPLITS:
             raise ModelError(f"split must be one of {SPLITS}, got {split!r}")
+        try:
+            cls = RUNTIMES[kind]
+        except (KeyError, TypeError):
+            raise ModelError(f"unknown runtime kind {kind!r}; choose one of "
+                             f"{sorted(RUNTIMES)}") from None
+        #: The runtime kind: ``seer`` (or a SeerRuntime subclass: ``static``...) shares
+        #: the pool; ``serial`` steps every model whole; any other parallel kind gives
+        #: each model a runtime with its own threads, stepped one after another.
+        self.kind = kind
+        if not cls.parallel:
+            split = "whole"
         self.stpa: dict[str, Any] | None = None
         if isinstance(threads, str) and threads == "auto":
             threads, self.stpa = _choose_threads(models, split, spin_us, hot_spin_us, options)
@@ -112,14 +129,22 @@ class VectorRuntime:
         #: when its events run across the pool's threads (a SeerRuntime); see ``split``.
         self.whole: list[bool] = _split(models, threads, split)
         self.split = split
+        shares = issubclass(cls, SeerRuntime)
+        #: Per model: True when it has a runtime of its own kind and threads (a kind that
+        #: cannot share the pool), stepped by the caller one after another.
+        self.alone: list[bool] = [cls.parallel and not shares] * len(models)
         self.pool = WorkerPool(threads, name="seer-vector", spin_us=spin_us,
                                hot_spin_us=hot_spin_us)
         self.envs: list[Runtime] = []
         serial_options = {k: v for k, v in options.items() if k in _SERIAL_OPTIONS}
         try:
-            self.envs = [SerialRuntime(m, **serial_options) if whole else
-                         SeerRuntime(m, threads=threads, pool=self.pool, **options)
-                         for m, whole in zip(models, self.whole, strict=True)]
+            for m, whole in zip(models, self.whole, strict=True):
+                if not shares and cls.parallel:
+                    self.envs.append(make_runtime(m, kind, threads=threads, **options))
+                elif whole:
+                    self.envs.append(SerialRuntime(m, **serial_options))
+                else:
+                    self.envs.append(cls(m, threads=threads, pool=self.pool, **options))
         except BaseException:
             self.close()
             raise
@@ -332,7 +357,7 @@ class VectorRuntime:
         """Model ``k``'s step: queued whole, or begun up to its events with its first
         window found."""
         env = self.envs[k]
-        if self.whole[k]:
+        if self.whole[k] or self.alone[k]:
             wholes.append((k, batch))
             return
         t_end = env._begin_step(batch)
@@ -366,9 +391,11 @@ class VectorRuntime:
     def _round(self, flights: list[_Flight], wholes: list) -> list[tuple[int, StepResult]]:
         """One window of each step in ``flights`` (none of them landed) and every step of
         ``wholes`` (emptied), side by side on the pool: a thread runs its share of the
-        windows, then takes whole steps while any are left. Then each flight's next window
-        is found. Returns the whole steps' results. A window's failure is raised first,
-        then the first whole step's (by model); after one, no more whole steps begin."""
+        windows, then takes whole steps while any are left (the steps of models with
+        threads of their own run first, on the caller's thread, one after another). Then
+        each flight's next window is found. Returns the whole steps' results. A window's
+        failure is raised first, then the first whole step's (by model); after one, no
+        more whole steps begin."""
         envs = self.envs
         todo = list(wholes)
         wholes.clear()
@@ -387,14 +414,23 @@ class VectorRuntime:
                 except BaseException as exc:  # reported after the round, by model
                     failed.append((k, exc))
 
+        alone = [item for item in todo if self.alone[item[0]]]
+        todo[:] = [item for item in todo if not self.alone[item[0]]]
+        for k, batch in alone:  # runtimes with threads of their own: one after another
+            if not failed and not self._halt:
+                try:
+                    done.append((k, envs[k]._guarded(envs[k]._step, batch)))
+                except BaseException as exc:
+                    failed.append((k, exc))
         open_ = []  # (flight, start)
         for f in flights:
             _t_min, ready, bound = f.window
             start = f.env._open_window(ready, bound)
             f.env._publish_window(ready)
             open_.append((f, start))
-        self._run_windows(open_, run_wholes)
-        self.rounds_run += 1
+        if open_ or todo:
+            self._run_windows(open_, run_wholes)
+            self.rounds_run += 1
         if failed:
             k, exc = min(failed, key=lambda item: item[0])
             envs[k]._mark_failed()

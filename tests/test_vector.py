@@ -538,3 +538,24 @@ def test_a_full_reset_drops_what_is_in_flight():
         env.send([[1] * 16], [0])
         env.reset(seed=1)  # gymnasium's reset works whatever was sent
         assert env.runtime.in_flight == [] and [e.step_index for e in env.runtime.envs] == [0] * 3
+
+
+@pytest.mark.parametrize("kind", ["serial", "static", "global", "optimistic", "executor"])
+def test_any_runtime_kind_steps_each_model_as_it_does_alone(kind):
+    models = [RandomModel(n, seed=80 + i, fanout=2, p_fan_in=0.5) for i, n in
+              enumerate((60, 15, 15))]
+    alone = _alone(models, [1, 2, 3], 3)
+    with VectorRuntime(models, threads=2, kind=kind) as vec:
+        outs = [vec.reset(1)]
+        outs += [vec.step([m.sample_actions(t) for m in models]) for t in range(3)]
+        vec.send([m.sample_actions(3) for m in models], [0, 1, 2])
+        assert sorted(k for k, _r in vec.recv(3)) == [0, 1, 2]
+        for k, (rt, expected) in enumerate(alone):
+            for t, exp in enumerate(expected):
+                assert_outputs_identical(exp, outs[t][k], f"{kind}, environment {k}, step {t}: ")
+            rt.close()
+        assert vec.alone == [kind in ("global", "optimistic", "executor")] * 3
+        if kind == "serial":
+            assert vec.whole == [True] * 3
+    with pytest.raises(ModelError, match="unknown runtime kind"):
+        VectorRuntime(models, kind="turbo")
