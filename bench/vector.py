@@ -19,7 +19,7 @@ each stepping the same K environments with the same seeds and actions:
   a step (the best thread-based vector env a free-threaded user would write);
 - ``async processes``: gymnasium's ``AsyncVectorEnv`` over the K environments, each a
   serial runtime in a process of its own (gymnasium's default: one process per
-  environment; the OS shares the T cores among them);
+  environment), every process held to the same T cores;
 - the ceiling: ``serial``'s time over what T independent runs of that same work gain
   on T threads of one process, measured in the same round (no scheduler of this work can
   beat it).
@@ -36,6 +36,7 @@ import argparse
 import concurrent.futures
 import functools
 import hashlib
+import os
 import statistics
 import time
 from pathlib import Path
@@ -94,7 +95,10 @@ class SerialGymEnv(gymnasium.Env):
     sum; observations and actions padded to ``width`` cells, so that grids of different
     sizes share one space. ``digest()`` is :func:`_digest` of its state."""
 
-    def __init__(self, grid: tuple[int, int], cost_us: float, width: int) -> None:
+    def __init__(self, grid: tuple[int, int], cost_us: float, width: int,
+                 cores: int) -> None:
+        if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > cores:
+            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
         self.model = _model(grid, cost_us)
         self.runtime = seer.make_runtime(self.model, "serial")
         self.cells = grid[0] * grid[1]
@@ -122,8 +126,8 @@ class SerialGymEnv(gymnasium.Env):
         self.runtime.close()
 
 
-def _make_gym_env(grid: tuple[int, int], cost_us: float, width: int) -> Any:
-    return SerialGymEnv(grid, cost_us, width)
+def _make_gym_env(grid: tuple[int, int], cost_us: float, width: int, cores: int) -> Any:
+    return SerialGymEnv(grid, cost_us, width, cores)
 
 
 class _Ways:
@@ -182,7 +186,8 @@ class _Ways:
 
             width = max(w * h for w, h in self.grids)
             self.processes = AsyncVectorEnv(
-                [functools.partial(_make_gym_env, g, self.cost_us, width) for g in self.grids],
+                [functools.partial(_make_gym_env, g, self.cost_us, width, self.threads)
+                 for g in self.grids],
                 shared_memory=False, context="forkserver")
         envs = self.processes
         envs.reset(seed=0)
