@@ -52,6 +52,10 @@ class Results:
             raise AttributeError(name) from None
 
 
+#: The most lines RESULTS.md may have: a page to read, not a log (the tests hold it).
+RESULTS_MAX_LINES = 175
+
+
 # -- goals -----------------------------------------------------------------------------------
 #: a goal's reading: the value, a detail, and optionally a second condition of the goal
 Reading = tuple[float, str] | tuple[float, str, bool]
