@@ -55,7 +55,7 @@ import numpy as np
 from distributed import Client, LocalCluster, Security
 
 from seer.errors import ModelError, RuntimeStateError, SeerError
-from seer.sched import make_runtime
+from seer.sched import RUNTIMES, make_runtime
 from seer.specs import load_model
 
 __all__ = [
@@ -198,9 +198,10 @@ class _One:
 
 
 class _Vector:
-    """A replica's K environments on one :class:`seer.vector.VectorRuntime` (kind
-    ``"seer"``): one pool of threads for all K (whole steps of equal environments, the
-    events of a dominant one)."""
+    """A replica's K environments on one :class:`seer.vector.VectorRuntime` of the
+    replica's kind: for ``seer``, one pool of threads for all K (whole steps of equal
+    environments, the events of a dominant one); every environment's actions are checked
+    before any steps."""
 
     def __init__(self, vector: Any) -> None:
         self.vector = vector
@@ -217,42 +218,12 @@ class _Vector:
         self.vector.close()
 
 
-class _InTurn:
-    """A replica's K environments for a runtime kind other than ``"seer"``: K runtimes
-    (``make_runtime``) stepped one after another on the replica's thread."""
-
-    def __init__(self, runtimes: list[Any]) -> None:
-        self.runtimes = runtimes
-
-    def reset(self, seeds: Sequence[Any]) -> list[Any]:
-        return [rt.reset(s) for rt, s in zip(self.runtimes, seeds, strict=True)]
-
-    def step(self, actions: Any) -> list[Any]:
-        out = []
-        for j, rt in enumerate(self.runtimes):
-            try:
-                out.append(rt.step(None if actions is None else actions[j]))
-            except ModelError as exc:
-                if j == 0:  # nothing has stepped: the whole replica refuses, unchanged
-                    raise
-                raise RuntimeStateError(
-                    f"environment {j} of this replica refused its actions after "
-                    f"environments 0..{j - 1} had stepped ({exc}); the replica needs "
-                    "reset()") from exc
-        return out
-
-    def close(self) -> None:
-        for rt in self.runtimes:
-            rt.close()
-
-
 class Replica:
     """One replica, hosted as a Dask actor: ``envs`` models built on the worker from
     ``spec`` and ``kwargs`` (:func:`seer.specs.load_model`) and the runtime(s) that step
     them: with one environment, ``make_runtime(model, kind, threads=threads, **options)``;
-    with more, one :class:`seer.vector.VectorRuntime` for kind ``"seer"`` (every
-    environment's events on one pool of ``threads`` threads), or for any other kind one
-    runtime per environment, stepped one after another.
+    with more, one :class:`seer.vector.VectorRuntime` of ``kind`` (for ``"seer"`` one pool
+    of ``threads`` threads for all of them).
 
     Every method but :meth:`pid` and :meth:`close` returns an :func:`_answer` (pickled
     bytes) and never raises: the client turns error records into :class:`ReplicaError`.
@@ -265,7 +236,7 @@ class Replica:
     def __init__(self, spec: str, kwargs: Mapping[str, Any], kind: str, threads: int | str,
                  options: Mapping[str, Any], envs: int = 1) -> None:
         self._args = (spec, dict(kwargs), kind, threads, dict(options), envs)
-        self.runtime: _One | _Vector | _InTurn | None = None
+        self.runtime: _One | _Vector | None = None
 
     def open(self) -> bytes:
         """Build the models and runtime(s); the facts: agent count, action and observation
@@ -278,21 +249,13 @@ class Replica:
         models = [load_model(spec, kwargs) for _ in range(envs)]
         if envs == 1:
             self.runtime = _One(make_runtime(models[0], kind, threads=threads, **options))
-        elif kind == "seer":
+        else:
             from seer.vector import VectorRuntime
 
-            sizing = {} if threads is None else {"threads": threads}
-            self.runtime = _Vector(VectorRuntime(models, **sizing, **options))
-        else:
-            runtimes: list[Any] = []
-            try:
-                for model in models:
-                    runtimes.append(make_runtime(model, kind, threads=threads, **options))
-            except BaseException:
-                for rt in runtimes:
-                    rt.close()
-                raise
-            self.runtime = _InTurn(runtimes)
+            if threads is None:  # the kind's own default: 1 for serial, 2 for the others
+                threads = 2 if RUNTIMES[kind].parallel else 1
+            self.runtime = _Vector(VectorRuntime(models, kind=kind, threads=threads,
+                                                 **options))
         facts = []
         for model, rt in zip(models, self.runtime.runtimes, strict=True):
             agents = list(rt.spec.agents)
@@ -430,10 +393,9 @@ class ReplicaEnvs:
 
     ``envs_per_replica=E`` (default 1): each replica calls the factory E times and holds
     E environments, ``num_envs = replicas * E`` in all, environment ``i`` being
-    environment ``i % E`` of replica ``i // E``. For kind ``"seer"`` a replica steps its E
-    environments with one :class:`seer.vector.VectorRuntime` (``threads`` threads whose
-    workers run the events of all E, ``runtime_options`` going to each environment's
-    runtime); for any other kind it holds E runtimes and steps them one after another.
+    environment ``i % E`` of replica ``i // E``. A replica steps its E environments with
+    one :class:`seer.vector.VectorRuntime` of ``kind`` (for ``"seer"``, ``threads``
+    threads shared by all E; ``runtime_options`` going to each environment's runtime).
     Actions and outputs then have ``num_envs`` rows; a replica's environments step, fail
     and are lost and replayed together.
 

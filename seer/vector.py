@@ -123,7 +123,8 @@ class VectorRuntime:
             split = "whole"
         self.stpa: dict[str, Any] | None = None
         if isinstance(threads, str) and threads == "auto":
-            threads, self.stpa = _choose_threads(models, split, spin_us, hot_spin_us, options)
+            threads, self.stpa = _choose_threads(models, kind, split, spin_us, hot_spin_us,
+                                                 options)
         threads = validate_threads(threads)
         #: Per model: True when its steps run whole on one thread (a SerialRuntime), False
         #: when its events run across the pool's threads (a SeerRuntime); see ``split``.
@@ -544,8 +545,8 @@ def _split(models: list[Model], threads: int, split: str) -> list[bool]:
     return whole
 
 
-def _choose_threads(models: list[Model], split: str, spin_us: float, hot_spin_us: float,
-                    options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _choose_threads(models: list[Model], kind: str, split: str, spin_us: float,
+                    hot_spin_us: float, options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """STPA's thread count for ``models`` on one pool, from a preflight of all of them."""
     from seer.model import sample_actions_of
     from seer.stpa import choose_threads
@@ -554,13 +555,14 @@ def _choose_threads(models: list[Model], split: str, spin_us: float, hot_spin_us
     steppers = [sample_actions_of(m) for m in models]
 
     def preflight(steps: int) -> Any:
-        return observe(lambda t: VectorRuntime(models, threads=t, split=split, spin_us=spin_us,
-                                               hot_spin_us=hot_spin_us, **options),
+        return observe(lambda t: VectorRuntime(models, threads=t, kind=kind, split=split,
+                                               spin_us=spin_us, hot_spin_us=hot_spin_us,
+                                               **options),
                        lambda step: [a(step) for a in steppers],
                        entities=sum(m.n_entities for m in models),
                        name=f"{len(models)} models on one pool", steps=steps)
 
-    return choose_threads(None, "seer", preflight=preflight)
+    return choose_threads(None, kind, preflight=preflight)
 
 
 #: gymnasium 1.x's autoreset modes, by their values (``gymnasium.vector.AutoresetMode``).
