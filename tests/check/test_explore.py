@@ -318,48 +318,6 @@ def test_the_whole_runtime_runs_on_the_free_running_model_path(tmp_path):
     assert run.returncode == 0 and "OK" in run.stdout, run.stdout + run.stderr
 
 
-def test_dpor_reaches_every_outcome_dfs_reaches():
-    """DPOR prunes only reorderings of independent operations: on random small programs
-    (loads, stores, fetch_adds, compare-exchanges on two words, 2-3 threads) it finds the
-    same final states and loaded values as unbounded DFS, in both memory modes."""
-    import random
-
-    class Words:
-        def __init__(self):
-            self.w = AtomicWords(2, name="w")
-            self.seen = {}
-
-    def program(ops, i):
-        def run(state):
-            acc = state.w.accessor()
-            for j, (op, loc, value) in enumerate(ops):
-                if op == "load":
-                    state.seen[(i, j)] = acc.load(loc)
-                elif op == "store":
-                    acc.store(loc, value)
-                elif op == "add":
-                    state.seen[(i, j)] = acc.fetch_add(loc, value)
-                else:
-                    state.seen[(i, j)] = acc.compare_exchange(loc, 0, value)
-        return run
-
-    def outcomes(workers, strategy, weak):
-        found = set()
-        explore(Words, *workers, strategy=strategy, weak=weak, preemptions=20,
-                schedules=100_000, invariant=lambda s: found.add(
-                    (tuple(sorted(s.seen.items())), tuple(s.w.array.tolist()))))
-        return found
-
-    rng = random.Random(7)
-    for _ in range(8):
-        progs = [[(rng.choice(["load", "store", "add", "cas"]), rng.randrange(2),
-                   rng.randrange(1, 4)) for _ in range(rng.choice([1, 2, 3]))]
-                 for _ in range(rng.choice([2, 3]))]
-        workers = [program(ops, i) for i, ops in enumerate(progs)]
-        for weak in (False, True):
-            assert outcomes(workers, "dpor", weak) == outcomes(workers, "dfs", weak), progs
-
-
 class _RandomWords:
     def __init__(self):
         self.w = AtomicWords(2, name="w")
@@ -381,6 +339,14 @@ def _random_program(ops, i):
     return run
 
 
+def _random_ops(rng):
+    """A random small program: 2-3 threads of 1-3 loads, stores, fetch_adds and
+    compare-exchanges on two words, as (op, word, value) per thread."""
+    return [[(rng.choice(["load", "store", "add", "cas"]), rng.randrange(2),
+              rng.randrange(1, 4)) for _ in range(rng.choice([1, 2, 3]))]
+            for _ in range(rng.choice([2, 3]))]
+
+
 def _bounded_outcomes(workers, strategy, weak, bound):
     found = set()
     report = explore(_RandomWords, *workers, strategy=strategy, weak=weak, preemptions=bound,
@@ -388,6 +354,22 @@ def _bounded_outcomes(workers, strategy, weak, bound):
                          (tuple(sorted(s.seen.items())), tuple(s.w.array.tolist()))))
     assert report.complete and report.bound == bound
     return found, report.schedules
+
+
+def test_dpor_reaches_every_outcome_dfs_reaches():
+    """DPOR prunes only reorderings of independent operations: on random small programs
+    (loads, stores, fetch_adds, compare-exchanges on two words, 2-3 threads) it finds the
+    same final states and loaded values as unbounded DFS, in both memory modes."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(8):
+        progs = _random_ops(rng)
+        workers = [_random_program(ops, i) for i, ops in enumerate(progs)]
+        for weak in (False, True):
+            # a bound of 20 preemptions covers every schedule of these programs
+            assert (_bounded_outcomes(workers, "dpor", weak, 20)[0]
+                    == _bounded_outcomes(workers, "dfs", weak, 20)[0]), progs
 
 
 def test_bounded_dpor_reaches_what_dfs_reaches_at_the_same_bound():
@@ -403,9 +385,7 @@ def test_bounded_dpor_reaches_what_dfs_reaches_at_the_same_bound():
     programs = [[[("add", 1, 1), ("store", 0, 2)], [("add", 1, 2), ("add", 1, 2)]],
                 [[("load", 1, 1), ("load", 0, 3)], [("cas", 0, 2)], [("store", 1, 2)]]]
     for _ in range(6):
-        programs.append([[(rng.choice(["load", "store", "add", "cas"]), rng.randrange(2),
-                           rng.randrange(1, 4)) for _ in range(rng.choice([1, 2, 3]))]
-                         for _ in range(rng.choice([2, 3]))])
+        programs.append(_random_ops(rng))
     # Sleep sets lost an outcome of this one at bound 2 (so bounded DPOR runs without them)
     lost = [[("load", 1, 1), ("store", 0, 3)], [("store", 1, 2), ("store", 1, 1), ("load", 1, 1)],
             [("cas", 1, 3), ("load", 1, 3), ("load", 0, 1)]]
