@@ -89,8 +89,8 @@ class VectorRuntime:
       whole model steps to the threads as each finishes (environment-level parallelism,
       no scheduling inside a step);
     - ``"auto"`` (the default): whole steps for the models a whole-step schedule balances,
-      events across the pool for a model too large for that (more events than the rest's
-      share of the threads; :func:`_split`), both in the same rounds: a thread runs its
+      events across the pool for a model too large for that (more entities than the
+      rest's share of the threads; :func:`_split`), both in the same rounds: a thread runs its
       share of the windows, then takes whole steps while any are left.
 
     ``reset(seed)``: ``seed`` an int (model ``k`` gets ``seed + k``, as gymnasium's vector
@@ -99,8 +99,8 @@ class VectorRuntime:
 
     ``threads="auto"``: STPA chooses the thread count from a preflight of all K models
     stepped together on one pool (:func:`seer.stpa.choose_threads`; a few steps with STPA's
-    own seed, the K models' events and windows counted together); :attr:`stpa` then holds
-    what it measured and predicted (None otherwise)."""
+    own seed, the K models' entities and events added up, the rounds counted as windows);
+    :attr:`stpa` then holds what it measured and predicted (None otherwise)."""
 
     def __init__(self, models: Sequence[Model], *, threads: int | str = 2,
                  kind: str = "seer", split: str = "auto", spin_us: float = 50.0,
@@ -739,21 +739,10 @@ class SeerVectorEnv:
         if stepped:  # first: a refused step leaves every environment as it was
             results = self.runtime.step([actions[k] for k in stepped], envs=stepped)
             for k, r in zip(stepped, results, strict=True):
-                self._last[k] = self._unpack(k, r)
-                self._done[k] = bool(np.all(self._last[k][2] | self._last[k][3]))
+                self._take(k, r)
         if restart:
             self._auto_reset(restart)
-        obs, rew, term, trunc, infos = self._stack()
-        if self._mode == "SameStep":
-            ended = [k for k in stepped if self._done[k]]
-            if ended:
-                final = {k: (obs[k], infos[k]) for k in ended}
-                self._auto_reset(ended)
-                obs, _r, _t, _u, fresh = self._stack()
-                for k in ended:
-                    fresh[k]["final_obs"], fresh[k]["final_info"] = final[k]
-                infos = fresh
-        return obs, rew, term, trunc, infos
+        return self._outputs(list(range(self.num_envs)))
 
     # -- spaces -------------------------------------------------------------------------------
     @property
@@ -872,20 +861,10 @@ class SeerVectorEnv:
         need = self.batch_size - len(self._ready)
         if need > 0:
             for k, r in self.runtime.recv(need):
-                self._last[k] = self._unpack(k, r)
-                self._done[k] = bool(np.all(self._last[k][2] | self._last[k][3]))
+                self._take(k, r)
                 self._ready.append(k)
         ids, self._ready = self._ready[:self.batch_size], self._ready[self.batch_size:]
-        obs, rew, term, trunc, infos = self._stack(ids)
-        if self._mode == "SameStep":
-            ended = [k for k in ids if self._done[k]]
-            if ended:
-                final = {k: (obs[i], infos[i]) for i, k in enumerate(ids) if k in ended}
-                self._auto_reset(ended)
-                obs, _r, _t, _u, infos = self._stack(ids)
-                for i, k in enumerate(ids):
-                    if k in final:
-                        infos[i]["final_obs"], infos[i]["final_info"] = final[k]
+        obs, rew, term, trunc, infos = self._outputs(ids)
         for i, k in enumerate(ids):
             infos[i]["env_id"] = k
         self._received = ids
@@ -911,6 +890,27 @@ class SeerVectorEnv:
             self._done[k] = False
             self._last[k] = self._unpack(k, r)
             self._last[k][1][:] = 0.0  # the first observations come with no reward
+
+    def _take(self, k: int, r: StepResult) -> None:
+        """Environment ``k``'s step result ``r`` as its latest outputs; its episode is
+        over when every agent is terminated or truncated."""
+        self._last[k] = last = self._unpack(k, r)
+        self._done[k] = bool(np.all(last[2] | last[3]))
+
+    def _outputs(self, ids: list[int]) -> tuple:
+        """The outputs of the environments ``ids``, stacked. With ``SameStep`` an
+        environment whose episode is over is reset now: its row is the new episode's
+        first, with the last observations and info in its info's ``"final_obs"`` and
+        ``"final_info"``."""
+        obs, rew, term, trunc, infos = self._stack(ids)
+        ended = [i for i, k in enumerate(ids) if self._done[k]]
+        if self._mode == "SameStep" and ended:
+            final = {i: (obs[i], infos[i]) for i in ended}
+            self._auto_reset([ids[i] for i in ended])
+            obs, _r, _t, _u, infos = self._stack(ids)
+            for i, (o, info) in final.items():
+                infos[i]["final_obs"], infos[i]["final_info"] = o, info
+        return obs, rew, term, trunc, infos
 
     def _unpack(self, k: int, r: StepResult) -> tuple:
         """``r`` as (observations, rewards, terminations, truncations, info), with the
