@@ -134,8 +134,10 @@ class VectorRuntime:
         #: Per model: True when it has a runtime of its own kind and threads (a kind that
         #: cannot share the pool), stepped by the caller one after another.
         self.alone: list[bool] = [cls.parallel and not shares] * len(models)
-        self.pool = WorkerPool(threads, name="seer-vector", spin_us=spin_us,
-                               hot_spin_us=hot_spin_us)
+        self._threads = threads
+        # Models alone bring their own threads: the pool then needs only the caller's.
+        self.pool = WorkerPool(1 if cls.parallel and not shares else threads,
+                               name="seer-vector", spin_us=spin_us, hot_spin_us=hot_spin_us)
         self.envs: list[Runtime] = []
         serial_options = {k: v for k, v in options.items() if k in _SERIAL_OPTIONS}
         try:
@@ -181,7 +183,8 @@ class VectorRuntime:
 
     @property
     def threads(self) -> int:
-        return self.pool.threads
+        """The thread count each model is stepped with."""
+        return self._threads
 
     def reset(self, seed: int | Sequence[int | None] | None = None, *,
               envs: Sequence[int] | None = None) -> list[StepResult]:
